@@ -1,0 +1,16 @@
+import type { Store } from "../db";
+import type { Logger } from "../log";
+
+/** What the API may ask of live sessions; it never touches ingest or ffmpeg itself. */
+export interface LiveControl {
+  /** Ends the stream's live session at once, if it has one (suspend, delete). */
+  interrupt(streamId: string, reason: "suspended" | "deleted"): void;
+}
+
+export interface ApiDeps {
+  store: Store;
+  log: Logger;
+  /** PUBLIC_URL, known once the server has bound its port. */
+  publicUrl(): string;
+  live: LiveControl;
+}

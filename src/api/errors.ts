@@ -1,0 +1,34 @@
+import type { z } from "zod";
+
+/**
+ * The one error type of the API: a status and the messages of the `{"errors": [...]}` body.
+ * DESIGN.md: 401 unknown key; 404 missing *or another user's* object; 422 a request that fails
+ * its schema; 400 a valid request the current state forbids; 501 a feature onair lacks.
+ */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly errors: string[],
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(errors.join("; "));
+    this.name = "ApiError";
+  }
+}
+
+export const notFound = (what: string) => new ApiError(404, [`${what} not found`]);
+export const badRequest = (...messages: string[]) => new ApiError(400, messages);
+export const unprocessable = (...messages: string[]) => new ApiError(422, messages);
+export const notImplemented = (message: string) => new ApiError(501, [message]);
+
+/** `profiles[0].bitrate: must be a positive integer`: where the problem is, then what it is. */
+export function describeIssues(where: string, error: z.ZodError): string[] {
+  return error.issues.map((issue) => {
+    const at = issue.path.reduce<string>(
+      (acc, p) => (typeof p === "number" ? `${acc}[${p}]` : acc ? `${acc}.${String(p)}` : String(p)),
+      "",
+    );
+    const prefix = at ? `${at}: ` : where ? `${where}: ` : "";
+    return `${prefix}${issue.message}`;
+  });
+}

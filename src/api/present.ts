@@ -1,0 +1,100 @@
+import type { SessionRecord, StreamRecord, TargetRecord, TargetRef, WebhookRecord } from "../db";
+import type { SessionJson } from "./schemas/session";
+import type { StreamJson } from "./schemas/stream";
+import type { TargetJson } from "./schemas/target";
+import type { EventName, WebhookJson } from "./schemas/webhook";
+
+// Records → the JSON the API returns. The types come from the response schemas, so the
+// OpenAPI document and the bytes on the wire cannot drift apart.
+
+/** Rates are not measured yet: reported as 0 rather than left out (the SDK expects numbers). */
+const NO_RATE = { ingestRate: 0, outgoingRate: 0 };
+
+export function presentStream(s: StreamRecord, targets: TargetRef[]): StreamJson {
+  const isChild = s.parentId !== null;
+  return {
+    id: s.id,
+    kind: "stream",
+    name: s.name,
+    userId: s.userId,
+    createdAt: s.createdAt,
+    ...(isChild ? { parentId: s.parentId! } : { streamKey: s.streamKey!, playbackId: s.playbackId! }),
+    isActive: s.isActive,
+    lastSeen: s.lastSeen,
+    record: s.record,
+    suspended: s.suspended,
+    profiles: s.profiles,
+    ...(isChild ? {} : { multistream: { targets } }),
+    ...(s.playbackPolicy ? { playbackPolicy: { type: "public" as const } } : {}),
+    sourceSegments: s.sourceSegments,
+    transcodedSegments: s.transcodedSegments,
+    sourceSegmentsDuration: s.sourceSegmentsDuration,
+    transcodedSegmentsDuration: s.transcodedSegmentsDuration,
+    sourceBytes: s.sourceBytes,
+    transcodedBytes: s.transcodedBytes,
+    ...NO_RATE,
+    lastTerminatedAt: s.lastTerminatedAt,
+  };
+}
+
+export function recordingUrls(publicUrl: string, sessionId: string) {
+  return {
+    recordingUrl: `${publicUrl}/recordings/${sessionId}/index.m3u8`,
+    mp4Url: `${publicUrl}/recordings/${sessionId}/output.mp4`,
+  };
+}
+
+export function presentSession(s: SessionRecord, publicUrl: string): SessionJson {
+  const recording: Partial<SessionJson> = {};
+  if (s.record && s.recordingStatus) {
+    recording.recordingStatus = s.recordingStatus;
+    if (s.recordingStatus === "ready") {
+      const urls = recordingUrls(publicUrl, s.id);
+      Object.assign(recording, { recordingUrl: urls.recordingUrl, mp4Url: urls.mp4Url, mp4URL: urls.mp4Url });
+    }
+  }
+  return {
+    id: s.id,
+    kind: "session",
+    userId: s.userId,
+    name: s.name,
+    parentId: s.parentId,
+    ...(s.playbackId ? { playbackId: s.playbackId } : {}),
+    createdAt: s.createdAt,
+    lastSeen: s.lastSeen,
+    isActive: s.endedAt === null,
+    record: s.record,
+    profiles: s.profiles,
+    sourceSegments: s.sourceSegments,
+    transcodedSegments: s.transcodedSegments,
+    sourceSegmentsDuration: s.sourceSegmentsDuration,
+    transcodedSegmentsDuration: s.transcodedSegmentsDuration,
+    sourceBytes: s.sourceBytes,
+    transcodedBytes: s.transcodedBytes,
+    ...NO_RATE,
+    ...recording,
+  };
+}
+
+/** Spec 2.4: a target's url is write-only; only the create response carries it. */
+export function presentTarget(t: TargetRecord): TargetJson {
+  return { id: t.id, userId: t.userId, name: t.name, disabled: t.disabled, createdAt: t.createdAt };
+}
+
+export function presentWebhook(w: WebhookRecord): WebhookJson {
+  const status: NonNullable<WebhookJson["status"]> = {};
+  if (w.lastTriggeredAt !== null) status.lastTriggeredAt = w.lastTriggeredAt;
+  if (w.lastFailure) status.lastFailure = w.lastFailure;
+  return {
+    id: w.id,
+    kind: "webhook",
+    userId: w.userId,
+    name: w.name,
+    url: w.url,
+    events: w.events as EventName[],
+    createdAt: w.createdAt,
+    ...(w.sharedSecret !== null ? { sharedSecret: w.sharedSecret } : {}),
+    ...(w.streamId !== null ? { streamId: w.streamId } : {}),
+    ...(Object.keys(status).length ? { status } : {}),
+  };
+}

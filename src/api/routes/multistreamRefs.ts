@@ -1,0 +1,40 @@
+import type { z } from "zod";
+import type { Profile, Store, TargetRef } from "../../db";
+import { notFound, unprocessable } from "../errors";
+import { hostOf } from "../schemas/common";
+import type { multistreamInput } from "../schemas/stream";
+
+type MultistreamInput = z.output<typeof multistreamInput>;
+
+/** A reference's profile must be `source` or one of the stream's renditions. */
+export function checkRefProfiles(refs: { profile: string }[], profiles: Profile[]): void {
+  const names = profiles.map((p) => p.name);
+  refs.forEach((ref, i) => {
+    if (ref.profile !== "source" && !names.includes(ref.profile)) {
+      const choices = ["source", ...names].map((n) => `"${n}"`).join(", ");
+      throw unprocessable(
+        `multistream.targets[${i}].profile: "${ref.profile.slice(0, 64)}" is not a profile of this stream; use one of ${choices}`,
+      );
+    }
+  });
+}
+
+/**
+ * Turns `multistream.targets` into stored references: ids must name the caller's targets
+ * (another user's target is a 404, as everywhere), and inline `spec`s create targets. Call it
+ * inside the transaction that writes the stream so a refused request creates nothing.
+ */
+export function resolveTargetRefs(store: Store, userId: string, input: MultistreamInput, profiles: Profile[]): TargetRef[] {
+  checkRefProfiles(input.targets, profiles);
+  input.targets.forEach((t, i) => {
+    if (t.id !== undefined && !store.targets.getOwned(userId, t.id)) {
+      throw notFound(`multistream.targets[${i}].id: multistream target ${t.id.slice(0, 64)}`);
+    }
+  });
+  return input.targets.map((t) => {
+    const id =
+      t.id ??
+      store.targets.create({ userId, name: t.spec!.name ?? hostOf(t.spec!.url), url: t.spec!.url, disabled: false }).id;
+    return { id, profile: t.profile, videoOnly: t.videoOnly };
+  });
+}

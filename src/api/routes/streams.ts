@@ -1,0 +1,148 @@
+import type { StreamRecord } from "../../db";
+import type { ApiDeps } from "../deps";
+import { badRequest, notFound, notImplemented } from "../errors";
+import { parseStreamFilters } from "../filters";
+import { decodeCursor } from "../pagination";
+import { presentStream } from "../present";
+import { route, type Route } from "../route";
+import { errorBody } from "../schemas/common";
+import { playbackPolicy, recordPatchBody, streamCreateBody, streamListQuery, streamObject, streamPatchBody } from "../schemas/stream";
+import type { z } from "zod";
+import { checkRefProfiles, resolveTargetRefs } from "./multistreamRefs";
+import { pageResult } from "./listing";
+
+const TAG = "Streams";
+const notFoundResponse = { description: "No such stream of the caller", schema: errorBody };
+
+/** Only public playback exists: anything else is a missing feature, said plainly. */
+function checkPlaybackPolicy(p: z.output<typeof playbackPolicy> | null | undefined): { type: "public" } | null | undefined {
+  if (p === undefined || p === null) return p;
+  if (p.type !== "public") throw notImplemented(`playbackPolicy type "${p.type}" is not supported; only "public" playback is`);
+  return { type: "public" };
+}
+
+export function streamRoutes(deps: ApiDeps): Route[] {
+  const { store } = deps;
+  const present = (s: StreamRecord) => presentStream(s, s.parentId ? [] : store.streamTargets.listForStream(s.id));
+
+  /** The caller's stream, parent or child; anything else is a 404. */
+  const owned = (userId: string, id: string) => {
+    const s = store.streams.getOwned(userId, id);
+    if (!s) throw notFound(`stream ${id.slice(0, 64)}`);
+    return s;
+  };
+
+  /** The caller's parent stream: child stream objects are read-only history (spec 2.1). */
+  const ownedParent = (userId: string, id: string, refusal: string) => {
+    const s = owned(userId, id);
+    if (s.parentId !== null) throw badRequest(refusal);
+    return s;
+  };
+
+  return [
+    route({
+      method: "post",
+      path: "/stream",
+      tag: TAG,
+      summary: "Create a stream",
+      body: streamCreateBody,
+      responses: { 201: { description: "The new stream", schema: streamObject }, 422: { description: "Invalid body", schema: errorBody } },
+      handle: ({ userId, body }) => {
+        if (body.pull !== undefined) throw notImplemented("pull streams are not supported: push RTMP to the ingest URL instead");
+        const policy = checkPlaybackPolicy(body.playbackPolicy);
+        const profiles = body.profiles ?? [];
+        const stream = store.db.transaction(() => {
+          const s = store.streams.create({ userId, name: body.name, profiles, record: body.record ?? false, playbackPolicy: policy ?? null });
+          if (body.multistream) store.streamTargets.replaceForStream(s.id, resolveTargetRefs(store, userId, body.multistream, profiles));
+          return s;
+        })();
+        deps.log.info({ streamId: stream.id, userId }, "stream created");
+        return { status: 201, body: present(stream) };
+      },
+    }),
+
+    route({
+      method: "get",
+      path: "/stream",
+      tag: TAG,
+      summary: "List the caller's streams, newest first (historic child streams too, unless streamsonly=1)",
+      query: streamListQuery,
+      responses: { 200: { description: "One page of streams", schema: streamObject, list: true } },
+      handle: ({ userId, query, req }) => {
+        const filters = parseStreamFilters(query.filters);
+        const page = store.streams.list(userId, { streamsOnly: query.streamsonly, filters }, { limit: query.limit, beforeSeq: decodeCursor(query.cursor) });
+        return pageResult(req, page, present);
+      },
+    }),
+
+    route({
+      method: "get",
+      path: "/stream/:id",
+      tag: TAG,
+      summary: "Get a stream",
+      responses: { 200: { description: "The stream", schema: streamObject }, 404: notFoundResponse },
+      handle: ({ userId, params }) => ({ status: 200, body: present(owned(userId, params.id!)) }),
+    }),
+
+    route({
+      method: "patch",
+      path: "/stream/:id",
+      tag: TAG,
+      summary: "Update a stream; `suspended: true` ends its live session and refuses publishes until false",
+      body: streamPatchBody,
+      responses: { 204: { description: "Updated" }, 400: { description: "A child stream object", schema: errorBody }, 404: notFoundResponse, 422: { description: "Invalid body", schema: errorBody } },
+      handle: ({ userId, body, params }) => {
+        const s = ownedParent(userId, params.id!, "historic child stream objects are read-only; update the parent stream");
+        const policy = checkPlaybackPolicy(body.playbackPolicy);
+        const profiles = body.profiles === undefined ? s.profiles : (body.profiles ?? []);
+        store.db.transaction(() => {
+          if (body.multistream) {
+            store.streamTargets.replaceForStream(s.id, resolveTargetRefs(store, userId, body.multistream, profiles));
+          } else if (body.profiles !== undefined) {
+            // New profiles must still serve the references the stream already has.
+            checkRefProfiles(store.streamTargets.listForStream(s.id), profiles);
+          }
+          store.streams.update(s.id, {
+            name: body.name,
+            profiles: body.profiles === undefined ? undefined : profiles,
+            record: body.record,
+            suspended: body.suspended,
+            playbackPolicy: policy,
+          });
+        })();
+        if (body.suspended === true) deps.live.interrupt(s.id, "suspended");
+        return { status: 204 };
+      },
+    }),
+
+    route({
+      method: "patch",
+      path: "/stream/:id/record",
+      tag: TAG,
+      summary: "Turn recording on or off for the stream's future sessions",
+      body: recordPatchBody,
+      responses: { 204: { description: "Updated" }, 400: { description: "`can't set for session`", schema: errorBody }, 404: notFoundResponse },
+      handle: ({ userId, body, params }) => {
+        // spec 4.1 rule 2: only a parent stream's record can change.
+        const s = ownedParent(userId, params.id!, "can't set for session");
+        store.streams.update(s.id, { record: body.record });
+        return { status: 204 };
+      },
+    }),
+
+    route({
+      method: "delete",
+      path: "/stream/:id",
+      tag: TAG,
+      summary: "Delete a stream (ends its live session, if any)",
+      responses: { 204: { description: "Deleted" }, 400: { description: "A child stream object", schema: errorBody }, 404: notFoundResponse },
+      handle: ({ userId, params }) => {
+        const s = ownedParent(userId, params.id!, "historic child stream objects are read-only; delete the parent stream");
+        store.streams.softDelete(s.id);
+        deps.live.interrupt(s.id, "deleted");
+        deps.log.info({ streamId: s.id, userId }, "stream deleted");
+        return { status: 204 };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,95 @@
+import type { z } from "zod";
+import type { WebhookFields } from "../../db";
+import type { ApiDeps } from "../deps";
+import { notFound } from "../errors";
+import { decodeCursor } from "../pagination";
+import { presentWebhook } from "../present";
+import { route, type Route } from "../route";
+import { errorBody, hostOf, listQuery } from "../schemas/common";
+import { EVENT_NAMES, webhookBody, webhookObject } from "../schemas/webhook";
+import { pageResult } from "./listing";
+
+const TAG = "Webhooks";
+const notFoundResponse = { description: "No such webhook of the caller", schema: errorBody };
+const invalid = { description: "Invalid body", schema: errorBody };
+
+export function webhookRoutes(deps: ApiDeps): Route[] {
+  const { store } = deps;
+  const owned = (userId: string, id: string) => {
+    const w = store.webhooks.getOwned(userId, id);
+    if (!w) throw notFound(`webhook ${id.slice(0, 64)}`);
+    return w;
+  };
+
+  /** Defaults: name from the url's host, every event (spec 6 lists eight). */
+  const fields = (userId: string, body: z.output<typeof webhookBody>): WebhookFields => {
+    if (body.streamId && !store.streams.getOwned(userId, body.streamId)) throw notFound(`streamId: stream ${body.streamId.slice(0, 64)}`);
+    return {
+      name: body.name ?? hostOf(body.url),
+      url: body.url,
+      events: [...new Set(body.events ?? EVENT_NAMES)],
+      sharedSecret: body.sharedSecret ?? null,
+      streamId: body.streamId ?? null,
+    };
+  };
+
+  // Status codes: the SDK accepts only 200 with the webhook for create, update and delete.
+  return [
+    route({
+      method: "post",
+      path: "/webhook",
+      tag: TAG,
+      summary: "Register a webhook for some events of all the caller's streams",
+      body: webhookBody,
+      responses: { 200: { description: "The new webhook", schema: webhookObject }, 422: invalid },
+      handle: ({ userId, body }) => ({ status: 200, body: presentWebhook(store.webhooks.create(userId, fields(userId, body))) }),
+    }),
+
+    route({
+      method: "get",
+      path: "/webhook",
+      tag: TAG,
+      summary: "List the caller's webhooks, newest first",
+      query: listQuery,
+      responses: { 200: { description: "One page of webhooks", schema: webhookObject, list: true } },
+      handle: ({ userId, query, req }) =>
+        pageResult(req, store.webhooks.list(userId, { limit: query.limit, beforeSeq: decodeCursor(query.cursor) }), presentWebhook),
+    }),
+
+    route({
+      method: "get",
+      path: "/webhook/:id",
+      tag: TAG,
+      summary: "Get a webhook",
+      responses: { 200: { description: "The webhook", schema: webhookObject }, 404: notFoundResponse },
+      handle: ({ userId, params }) => ({ status: 200, body: presentWebhook(owned(userId, params.id!)) }),
+    }),
+
+    route({
+      method: "put",
+      path: "/webhook/:id",
+      tag: TAG,
+      summary: "Replace a webhook's fields",
+      body: webhookBody,
+      responses: { 200: { description: "The updated webhook", schema: webhookObject }, 404: notFoundResponse, 422: invalid },
+      handle: ({ userId, params, body }) => {
+        const w = owned(userId, params.id!);
+        store.webhooks.replace(w.id, fields(userId, body));
+        return { status: 200, body: presentWebhook(store.webhooks.get(w.id)!) };
+      },
+    }),
+
+    route({
+      method: "delete",
+      path: "/webhook/:id",
+      tag: TAG,
+      summary: "Delete a webhook",
+      responses: { 200: { description: "The deleted webhook", schema: webhookObject }, 404: notFoundResponse },
+      handle: ({ userId, params }) => {
+        const w = owned(userId, params.id!);
+        store.webhooks.delete(w.id);
+        return { status: 200, body: presentWebhook(w) };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,102 @@
+import { z } from "zod";
+
+/** Type errors say "is required" for an absent field, "must be <kind>" for a wrong one. */
+export const expected = (kind: string) => ({
+  error: (issue: { input?: unknown }) => (issue.input === undefined ? "is required" : `must be ${kind}`),
+});
+
+export const errorBody = z
+  .object({ errors: z.array(z.string()) })
+  .meta({ id: "Error", description: "Every error response: one or more human-readable messages." });
+
+const positiveInt = (what: string, max: number) =>
+  z
+    .number(expected("a number"))
+    .int("must be an integer")
+    .positive("must be positive")
+    .max(max, `must be at most ${max}`);
+
+export const H264_PROFILES = ["H264Baseline", "H264Main", "H264High", "H264ConstrainedHigh"] as const;
+
+export const profile = z
+  .object({
+    name: z.string().trim().min(1, "must not be empty").max(64, "must be at most 64 characters"),
+    bitrate: positiveInt("bitrate", 100_000_000).describe("bits per second"),
+    fps: positiveInt("fps", 240),
+    width: positiveInt("width", 7680),
+    height: positiveInt("height", 4320),
+    fpsDen: positiveInt("fpsDen", 1001).optional(),
+    gop: z.string().max(32).optional().describe("keyframe interval in seconds"),
+    profile: z.enum(H264_PROFILES).optional(),
+    encoder: z.literal("H.264").optional(),
+    quality: z.number().int().min(0).max(51).optional(),
+  })
+  .meta({ id: "Profile", description: "A rendition of the transcoding ladder." });
+
+export const MAX_PROFILES = 10;
+
+export const profiles = z
+  .array(profile)
+  .max(MAX_PROFILES, `at most ${MAX_PROFILES} profiles per stream`)
+  .superRefine((list, ctx) => {
+    const seen = new Set<string>();
+    list.forEach((p, i) => {
+      if (seen.has(p.name)) {
+        ctx.addIssue({ code: "custom", path: [i, "name"], message: `duplicate profile name "${p.name}"` });
+      }
+      seen.add(p.name);
+    });
+  });
+
+/** `1`/`true` and `0`/`false`, as query strings carry booleans. */
+export const queryFlag = z
+  .enum(["1", "0", "true", "false"], { error: "must be 1, 0, true or false" })
+  .optional()
+  .transform((v) => v === "1" || v === "true");
+
+export const listQuery = z.object({
+  limit: z.coerce
+    .number({ error: "must be a number" })
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .max(1000, "must be at most 1000")
+    .default(20),
+  cursor: z.string().max(200).optional(),
+});
+
+/** `rtmp://`, `rtmps://` or `srt://` with a host: where a multistream target sends media. */
+export const targetUrl = z
+  .string(expected("a string"))
+  .max(2048, "must be at most 2048 characters")
+  .superRefine((v, ctx) => {
+    const url = parseUrl(v);
+    if (!url || !url.hostname) {
+      ctx.addIssue({ code: "custom", message: `must be an absolute URL, got "${v.slice(0, 100)}"` });
+    } else if (!["rtmp:", "rtmps:", "srt:"].includes(url.protocol)) {
+      ctx.addIssue({ code: "custom", message: `must start with rtmp://, rtmps:// or srt://, got ${url.protocol}//` });
+    }
+  });
+
+/** Where webhooks are delivered: an http(s) URL with a host. */
+export const httpUrl = z
+  .string(expected("a string"))
+  .max(2048, "must be at most 2048 characters")
+  .superRefine((v, ctx) => {
+    const url = parseUrl(v);
+    if (!url || !url.hostname || !["http:", "https:"].includes(url.protocol)) {
+      ctx.addIssue({ code: "custom", message: `must be an http:// or https:// URL, got "${v.slice(0, 100)}"` });
+    }
+  });
+
+export function parseUrl(v: string): URL | undefined {
+  try {
+    return new URL(v);
+  } catch {
+    return undefined;
+  }
+}
+
+/** `rtmp://a.rtmp.youtube.com/live2/…` → `a.rtmp.youtube.com` (spec 4.3 rule 1). */
+export function hostOf(v: string): string {
+  return parseUrl(v)?.hostname ?? v;
+}

@@ -1,0 +1,34 @@
+import { z } from "zod";
+import { profile, listQuery, queryFlag } from "./common";
+
+export const sessionObject = z
+  .object({
+    id: z.string(),
+    kind: z.literal("session"),
+    userId: z.string(),
+    name: z.string(),
+    parentId: z.string(),
+    playbackId: z.string().optional(),
+    createdAt: z.number(),
+    lastSeen: z.number(),
+    isActive: z.boolean().describe("true while the session is live"),
+    record: z.boolean(),
+    profiles: z.array(profile),
+    sourceSegments: z.number(),
+    transcodedSegments: z.number(),
+    sourceSegmentsDuration: z.number().describe("seconds"),
+    transcodedSegmentsDuration: z.number().describe("seconds"),
+    sourceBytes: z.number(),
+    transcodedBytes: z.number(),
+    ingestRate: z.number(),
+    outgoingRate: z.number(),
+    recordingStatus: z.enum(["waiting", "ready", "failed", "deleted", "none"]).optional(),
+    recordingUrl: z.string().optional().describe("HLS playlist of the recording"),
+    mp4Url: z.string().optional(),
+    mp4URL: z.string().optional().describe("same as mp4Url"),
+  })
+  .meta({ id: "Session" });
+
+export type SessionJson = z.infer<typeof sessionObject>;
+
+export const parentSessionsQuery = listQuery.extend({ record: queryFlag });

@@ -1,0 +1,112 @@
+import { z } from "zod";
+import { expected, profile, profiles, queryFlag, listQuery, targetUrl } from "./common";
+
+export const MAX_TARGETS_PER_STREAM = 10;
+
+export const playbackPolicy = z
+  .object({
+    type: z.enum(["public", "jwt", "webhook"]),
+    webhookId: z.string().optional(),
+    webhookContext: z.record(z.string(), z.unknown()).optional(),
+    refreshInterval: z.number().optional(),
+    allowedOrigins: z.array(z.string()).optional(),
+  })
+  .meta({ id: "PlaybackPolicy", description: "Only `public` playback is implemented." });
+
+export const targetRefInput = z
+  .object({
+    id: z.string().min(1).max(200).optional().describe("id of an existing multistream target of the caller"),
+    profile: z
+      .string(expected("a string"))
+      .min(1, "must not be empty")
+      .describe("`source`, or the name of one of the stream's profiles"),
+    videoOnly: z.boolean().default(false),
+    spec: z
+      .object({ name: z.string().trim().min(1).max(500).optional(), url: targetUrl })
+      .optional()
+      .describe("creates a new target on the fly"),
+  })
+  .superRefine((t, ctx) => {
+    if ((t.id === undefined) === (t.spec === undefined)) {
+      ctx.addIssue({ code: "custom", message: "each target needs exactly one of id or spec" });
+    }
+  });
+
+export const multistreamInput = z
+  .object({
+    targets: z
+      .array(targetRefInput)
+      .max(MAX_TARGETS_PER_STREAM, `at most ${MAX_TARGETS_PER_STREAM} multistream targets per stream`)
+      .default([]),
+  })
+  .meta({ id: "MultistreamInput", description: "The stream's multistream target references, as a whole." });
+
+const streamName = z
+  .string(expected("a string"))
+  .trim()
+  .min(1, "must not be empty")
+  .max(500, "must be at most 500 characters");
+
+export const streamCreateBody = z
+  .object({
+    name: streamName,
+    profiles: profiles.nullable().optional(),
+    record: z.boolean(expected("a boolean")).optional(),
+    multistream: multistreamInput.optional(),
+    playbackPolicy: playbackPolicy.nullable().optional(),
+    pull: z.unknown().optional().describe("not supported: onair ingests by RTMP push"),
+  })
+  .meta({ id: "NewStreamPayload" });
+
+export const streamPatchBody = z
+  .object({
+    name: streamName.optional(),
+    profiles: profiles.nullable().optional(),
+    record: z.boolean(expected("a boolean")).optional(),
+    suspended: z.boolean(expected("a boolean")).optional(),
+    multistream: multistreamInput.optional(),
+    playbackPolicy: playbackPolicy.nullable().optional(),
+  })
+  .meta({ id: "StreamPatchPayload" });
+
+export const recordPatchBody = z
+  .object({ record: z.boolean(expected("a boolean")) })
+  .meta({ id: "RecordPatchPayload" });
+
+export const streamListQuery = listQuery.extend({
+  streamsonly: queryFlag,
+  filters: z.string().max(10_000).optional().describe("URL-encoded JSON array of {id, value}"),
+});
+
+export const targetRef = z.object({ id: z.string(), profile: z.string(), videoOnly: z.boolean() });
+
+export const streamObject = z
+  .object({
+    id: z.string(),
+    kind: z.literal("stream"),
+    name: z.string(),
+    userId: z.string(),
+    createdAt: z.number(),
+    parentId: z.string().optional().describe("present only on historic child stream objects"),
+    streamKey: z.string().optional().describe("parent streams only"),
+    playbackId: z.string().optional(),
+    isActive: z.boolean(),
+    lastSeen: z.number(),
+    record: z.boolean(),
+    suspended: z.boolean(),
+    profiles: z.array(profile),
+    multistream: z.object({ targets: z.array(targetRef) }).optional(),
+    playbackPolicy: z.object({ type: z.literal("public") }).optional(),
+    sourceSegments: z.number(),
+    transcodedSegments: z.number(),
+    sourceSegmentsDuration: z.number().describe("seconds"),
+    transcodedSegmentsDuration: z.number().describe("seconds"),
+    sourceBytes: z.number(),
+    transcodedBytes: z.number(),
+    ingestRate: z.number(),
+    outgoingRate: z.number(),
+    lastTerminatedAt: z.number().nullable(),
+  })
+  .meta({ id: "Stream" });
+
+export type StreamJson = z.infer<typeof streamObject>;

@@ -1,0 +1,36 @@
+import { z } from "zod";
+import { expected, targetUrl } from "./common";
+
+const targetName = z.string(expected("a string")).trim().min(1, "must not be empty").max(500);
+
+export const targetCreateBody = z
+  .object({
+    url: targetUrl,
+    name: targetName.optional().describe("defaults to the host of url"),
+    disabled: z.boolean(expected("a boolean")).optional(),
+  })
+  .meta({ id: "MultistreamTargetInput" });
+
+export const targetPatchBody = z
+  .object({
+    url: targetUrl.optional().describe("the complete new url; omit to keep the current one"),
+    name: targetName.optional(),
+    disabled: z.boolean(expected("a boolean")).optional(),
+  })
+  .meta({ id: "MultistreamTargetPatchPayload" });
+
+export const targetObject = z
+  .object({
+    id: z.string(),
+    userId: z.string(),
+    name: z.string(),
+    disabled: z.boolean(),
+    createdAt: z.number(),
+  })
+  .meta({ id: "MultistreamTarget", description: "The url is never returned after create." });
+
+export const targetCreatedObject = targetObject
+  .extend({ url: z.string() })
+  .meta({ id: "MultistreamTargetCreated", description: "The create response: the only one carrying url." });
+
+export type TargetJson = z.infer<typeof targetObject>;

@@ -1,0 +1,42 @@
+import crypto from "node:crypto";
+
+const BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz";
+const BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/** Uniformly random characters from an alphabet (rejection sampling: no modulo bias). */
+export function randomChars(alphabet: string, length: number): string {
+  const limit = 256 - (256 % alphabet.length);
+  let out = "";
+  while (out.length < length) {
+    for (const byte of crypto.randomBytes(length * 2)) {
+      if (byte < limit) out += alphabet[byte % alphabet.length];
+      if (out.length === length) break;
+    }
+  }
+  return out;
+}
+
+/** Object ids: UUIDs, as the Livepeer API uses. */
+export function newId(): string {
+  return crypto.randomUUID();
+}
+
+/** DESIGN.md: 16 random lower-case base36 characters in four dash-separated groups. */
+export function newStreamKey(): string {
+  const s = randomChars(BASE36, 16);
+  return `${s.slice(0, 4)}-${s.slice(4, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}`;
+}
+
+/** DESIGN.md: 16 random characters (lower-case base36 keeps them URL- and path-safe). */
+export function newPlaybackId(): string {
+  return randomChars(BASE36, 16);
+}
+
+/** API keys: 32 base62 characters, about 190 bits of entropy; only their hash is stored. */
+export function newApiKey(): string {
+  return randomChars(BASE62, 32);
+}
+
+export function hashApiKey(key: string): string {
+  return crypto.createHash("sha256").update(key).digest("hex");
+}

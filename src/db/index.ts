@@ -1,0 +1,44 @@
+import { openDatabase, type Db } from "./connection";
+import { ApiKeysRepository } from "./repositories/apiKeys";
+import { MultistreamTargetsRepository } from "./repositories/multistreamTargets";
+import { SessionsRepository } from "./repositories/sessions";
+import { StreamsRepository } from "./repositories/streams";
+import { StreamTargetsRepository } from "./repositories/streamTargets";
+import { UsersRepository } from "./repositories/users";
+import { WebhooksRepository } from "./repositories/webhooks";
+
+export * from "./types";
+export type { Db } from "./connection";
+export type { PageRequest } from "./repositories/page";
+export type { StreamChanges, StreamFilters } from "./repositories/streams";
+export type { WebhookFields } from "./repositories/webhooks";
+export type { UserRecord } from "./repositories/users";
+export { hashApiKey } from "./ids";
+
+/** The database and one repository per table. */
+export interface Store {
+  db: Db;
+  users: UsersRepository;
+  apiKeys: ApiKeysRepository;
+  streams: StreamsRepository;
+  sessions: SessionsRepository;
+  targets: MultistreamTargetsRepository;
+  streamTargets: StreamTargetsRepository;
+  webhooks: WebhooksRepository;
+  close(): void;
+}
+
+export function openStore(file: string): Store {
+  const db = openDatabase(file);
+  return {
+    db,
+    users: new UsersRepository(db),
+    apiKeys: new ApiKeysRepository(db),
+    streams: new StreamsRepository(db),
+    sessions: new SessionsRepository(db),
+    targets: new MultistreamTargetsRepository(db),
+    streamTargets: new StreamTargetsRepository(db),
+    webhooks: new WebhooksRepository(db),
+    close: () => db.close(),
+  };
+}

@@ -1,0 +1,196 @@
+import type { Db } from "../connection";
+import { newId, newPlaybackId, newStreamKey } from "../ids";
+import type { Page, PlaybackPolicy, Profile, StreamRecord } from "../types";
+import { selectPage, type PageRequest } from "./page";
+
+interface Row {
+  seq: number;
+  id: string;
+  user_id: string;
+  parent_id: string | null;
+  name: string;
+  stream_key: string | null;
+  playback_id: string | null;
+  created_at: number;
+  is_active: number;
+  last_seen: number;
+  record: number;
+  suspended: number;
+  profiles: string;
+  playback_policy: string | null;
+  source_segments: number;
+  transcoded_segments: number;
+  source_segments_duration: number;
+  transcoded_segments_duration: number;
+  source_bytes: number;
+  transcoded_bytes: number;
+  last_terminated_at: number | null;
+  deleted_at: number | null;
+}
+
+export function toStreamRecord(r: Row): StreamRecord {
+  return {
+    seq: r.seq,
+    id: r.id,
+    userId: r.user_id,
+    parentId: r.parent_id,
+    name: r.name,
+    streamKey: r.stream_key,
+    playbackId: r.playback_id,
+    createdAt: r.created_at,
+    isActive: r.is_active === 1,
+    lastSeen: r.last_seen,
+    record: r.record === 1,
+    suspended: r.suspended === 1,
+    profiles: JSON.parse(r.profiles) as Profile[],
+    playbackPolicy: r.playback_policy ? (JSON.parse(r.playback_policy) as PlaybackPolicy) : null,
+    sourceSegments: r.source_segments,
+    transcodedSegments: r.transcoded_segments,
+    sourceSegmentsDuration: r.source_segments_duration,
+    transcodedSegmentsDuration: r.transcoded_segments_duration,
+    sourceBytes: r.source_bytes,
+    transcodedBytes: r.transcoded_bytes,
+    lastTerminatedAt: r.last_terminated_at,
+    deletedAt: r.deleted_at,
+  };
+}
+
+export interface NewStream {
+  userId: string;
+  name: string;
+  profiles: Profile[];
+  record: boolean;
+  playbackPolicy: PlaybackPolicy | null;
+}
+
+/** Fields a user may change on a parent stream (PATCH /stream/{id}). */
+export interface StreamChanges {
+  name?: string;
+  profiles?: Profile[];
+  record?: boolean;
+  suspended?: boolean;
+  playbackPolicy?: PlaybackPolicy | null;
+}
+
+export interface StreamFilters {
+  isActive?: boolean;
+  record?: boolean;
+  suspended?: boolean;
+  /** Case-insensitive substring of the name. */
+  name?: string;
+  parentId?: string;
+}
+
+const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => "\\" + c);
+
+export class StreamsRepository {
+  constructor(private readonly db: Db) {}
+
+  create(s: NewStream): StreamRecord {
+    const id = newId();
+    this.db
+      .prepare(
+        `INSERT INTO streams (id, user_id, name, stream_key, playback_id, created_at, record, profiles, playback_policy)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(
+        id,
+        s.userId,
+        s.name,
+        newStreamKey(),
+        newPlaybackId(),
+        Date.now(),
+        s.record ? 1 : 0,
+        JSON.stringify(s.profiles),
+        s.playbackPolicy ? JSON.stringify(s.playbackPolicy) : null,
+      );
+    return this.get(id)!;
+  }
+
+  /** A stream that has not been deleted, parent or child. */
+  get(id: string): StreamRecord | undefined {
+    const row = this.db.prepare("SELECT * FROM streams WHERE id = ? AND deleted_at IS NULL").get(id) as
+      | Row
+      | undefined;
+    return row && toStreamRecord(row);
+  }
+
+  /** The caller's stream, or undefined for a missing one and for another user's alike. */
+  getOwned(userId: string, id: string): StreamRecord | undefined {
+    const s = this.get(id);
+    return s && s.userId === userId ? s : undefined;
+  }
+
+  getByPlaybackId(playbackId: string): StreamRecord | undefined {
+    const row = this.db
+      .prepare("SELECT * FROM streams WHERE playback_id = ? AND deleted_at IS NULL AND parent_id IS NULL")
+      .get(playbackId) as Row | undefined;
+    return row && toStreamRecord(row);
+  }
+
+  getByStreamKey(streamKey: string): StreamRecord | undefined {
+    const row = this.db
+      .prepare("SELECT * FROM streams WHERE stream_key = ? AND deleted_at IS NULL AND parent_id IS NULL")
+      .get(streamKey) as Row | undefined;
+    return row && toStreamRecord(row);
+  }
+
+  list(userId: string, opts: { streamsOnly: boolean; filters: StreamFilters }, page: PageRequest): Page<StreamRecord> {
+    const where = ["user_id = ?", "deleted_at IS NULL"];
+    const params: unknown[] = [userId];
+    const f = opts.filters;
+    if (opts.streamsOnly) where.push("parent_id IS NULL");
+    for (const [key, column] of [
+      ["isActive", "is_active"],
+      ["record", "record"],
+      ["suspended", "suspended"],
+    ] as const) {
+      const value = f[key];
+      if (value !== undefined) {
+        where.push(`${column} = ?`);
+        params.push(value ? 1 : 0);
+      }
+    }
+    if (f.name !== undefined) {
+      where.push("name LIKE ? ESCAPE '\\'");
+      params.push(`%${escapeLike(f.name)}%`);
+    }
+    if (f.parentId !== undefined) {
+      where.push("parent_id = ?");
+      params.push(f.parentId);
+    }
+    return selectPage(this.db, "streams", where, params, page, toStreamRecord);
+  }
+
+  update(id: string, c: StreamChanges): void {
+    const sets: string[] = [];
+    const params: unknown[] = [];
+    if (c.name !== undefined) sets.push("name = ?"), params.push(c.name);
+    if (c.profiles !== undefined) sets.push("profiles = ?"), params.push(JSON.stringify(c.profiles));
+    if (c.record !== undefined) sets.push("record = ?"), params.push(c.record ? 1 : 0);
+    if (c.suspended !== undefined) sets.push("suspended = ?"), params.push(c.suspended ? 1 : 0);
+    if (c.playbackPolicy !== undefined) {
+      sets.push("playback_policy = ?");
+      params.push(c.playbackPolicy ? JSON.stringify(c.playbackPolicy) : null);
+    }
+    if (sets.length === 0) return;
+    this.db.prepare(`UPDATE streams SET ${sets.join(", ")} WHERE id = ?`).run(...params, id);
+  }
+
+  /**
+   * Deletes a parent stream and its child stream objects (soft: rows stay for sessions and
+   * recordings that refer to them, but nothing reads them as streams again). The stream key
+   * stays reserved, so a deleted stream's key can never be reused by a publisher.
+   */
+  softDelete(id: string, at = Date.now()): void {
+    this.db.transaction(() => {
+      this.db.prepare("UPDATE streams SET deleted_at = ? WHERE (id = ? OR parent_id = ?) AND deleted_at IS NULL").run(at, id, id);
+      this.db.prepare("DELETE FROM stream_targets WHERE stream_id = ?").run(id);
+    })();
+  }
+
+  /** Parent streams marked active: after a crash, these are the ones to set idle. */
+  listActive(): StreamRecord[] {
+    return (this.db.prepare("SELECT * FROM streams WHERE is_active = 1").all() as Row[]).map(toStreamRecord);
+  }
+}

@@ -1,0 +1,91 @@
+import type { Db } from "../connection";
+import { newId } from "../ids";
+import type { Page, WebhookFailure, WebhookRecord } from "../types";
+import { selectPage, type PageRequest } from "./page";
+
+interface Row {
+  seq: number;
+  id: string;
+  user_id: string;
+  name: string;
+  url: string;
+  events: string;
+  shared_secret: string | null;
+  stream_id: string | null;
+  created_at: number;
+  last_triggered_at: number | null;
+  last_failure: string | null;
+}
+
+const toWebhook = (r: Row): WebhookRecord => ({
+  seq: r.seq,
+  id: r.id,
+  userId: r.user_id,
+  name: r.name,
+  url: r.url,
+  events: JSON.parse(r.events) as string[],
+  sharedSecret: r.shared_secret,
+  streamId: r.stream_id,
+  createdAt: r.created_at,
+  lastTriggeredAt: r.last_triggered_at,
+  lastFailure: r.last_failure ? (JSON.parse(r.last_failure) as WebhookFailure) : null,
+});
+
+export interface WebhookFields {
+  name: string;
+  url: string;
+  events: string[];
+  sharedSecret: string | null;
+  streamId: string | null;
+}
+
+export class WebhooksRepository {
+  constructor(private readonly db: Db) {}
+
+  create(userId: string, f: WebhookFields): WebhookRecord {
+    const id = newId();
+    this.db
+      .prepare(
+        `INSERT INTO webhooks (id, user_id, name, url, events, shared_secret, stream_id, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(id, userId, f.name, f.url, JSON.stringify(f.events), f.sharedSecret, f.streamId, Date.now());
+    return this.get(id)!;
+  }
+
+  get(id: string): WebhookRecord | undefined {
+    const row = this.db.prepare("SELECT * FROM webhooks WHERE id = ?").get(id) as Row | undefined;
+    return row && toWebhook(row);
+  }
+
+  getOwned(userId: string, id: string): WebhookRecord | undefined {
+    const w = this.get(id);
+    return w && w.userId === userId ? w : undefined;
+  }
+
+  list(userId: string, page: PageRequest): Page<WebhookRecord> {
+    return selectPage(this.db, "webhooks", ["user_id = ?"], [userId], page, toWebhook);
+  }
+
+  /** PUT: the webhook is described whole again. */
+  replace(id: string, f: WebhookFields): void {
+    this.db
+      .prepare("UPDATE webhooks SET name = ?, url = ?, events = ?, shared_secret = ?, stream_id = ? WHERE id = ?")
+      .run(f.name, f.url, JSON.stringify(f.events), f.sharedSecret, f.streamId, id);
+  }
+
+  delete(id: string): void {
+    this.db.prepare("DELETE FROM webhooks WHERE id = ?").run(id);
+  }
+
+  /** Spec 6.2-6.3: the owner's webhooks registered for the event, for any or that stream. */
+  listForEvent(userId: string, event: string, streamId: string): WebhookRecord[] {
+    const rows = this.db
+      .prepare(
+        `SELECT w.* FROM webhooks w, json_each(w.events) e
+         WHERE w.user_id = ? AND e.value = ? AND (w.stream_id IS NULL OR w.stream_id = ?) ORDER BY w.seq`,
+      )
+      .all(userId, event, streamId) as Row[];
+    return rows.map(toWebhook);
+  }
+}

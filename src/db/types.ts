@@ -1,0 +1,111 @@
+// Domain records as the repositories return them (camelCase, booleans, parsed JSON).
+
+export type H264Profile = "H264Baseline" | "H264Main" | "H264High" | "H264ConstrainedHigh";
+
+export interface Profile {
+  name: string;
+  /** bits per second */
+  bitrate: number;
+  fps: number;
+  width: number;
+  height: number;
+  fpsDen?: number;
+  gop?: string;
+  profile?: H264Profile;
+  encoder?: "H.264";
+  quality?: number;
+}
+
+export interface PlaybackPolicy {
+  type: "public";
+}
+
+export interface SegmentCounters {
+  sourceSegments: number;
+  transcodedSegments: number;
+  sourceSegmentsDuration: number;
+  transcodedSegmentsDuration: number;
+  sourceBytes: number;
+  transcodedBytes: number;
+}
+
+export interface StreamRecord extends SegmentCounters {
+  seq: number;
+  id: string;
+  userId: string;
+  parentId: string | null;
+  name: string;
+  streamKey: string | null;
+  playbackId: string | null;
+  createdAt: number;
+  isActive: boolean;
+  lastSeen: number;
+  record: boolean;
+  suspended: boolean;
+  profiles: Profile[];
+  playbackPolicy: PlaybackPolicy | null;
+  lastTerminatedAt: number | null;
+  deletedAt: number | null;
+}
+
+export type RecordingStatus = "waiting" | "ready" | "failed" | "deleted" | "none";
+
+export interface SessionRecord extends SegmentCounters {
+  seq: number;
+  id: string;
+  userId: string;
+  parentId: string;
+  name: string;
+  playbackId: string | null;
+  createdAt: number;
+  endedAt: number | null;
+  lastSeen: number;
+  record: boolean;
+  profiles: Profile[];
+  recordingStatus: RecordingStatus | null;
+  recordingError: string | null;
+}
+
+export interface TargetRecord {
+  seq: number;
+  id: string;
+  userId: string;
+  name: string;
+  url: string;
+  disabled: boolean;
+  createdAt: number;
+}
+
+/** A stream's reference to a multistream target: which rendition goes there. */
+export interface TargetRef {
+  id: string;
+  profile: string;
+  videoOnly: boolean;
+}
+
+export interface WebhookFailure {
+  timestamp: number;
+  error: string;
+  statusCode?: number;
+  response?: string;
+}
+
+export interface WebhookRecord {
+  seq: number;
+  id: string;
+  userId: string;
+  name: string;
+  url: string;
+  events: string[];
+  sharedSecret: string | null;
+  streamId: string | null;
+  createdAt: number;
+  lastTriggeredAt: number | null;
+  lastFailure: WebhookFailure | null;
+}
+
+/** One page of a list, newest first; `nextSeq` is set only when more items exist. */
+export interface Page<T> {
+  items: T[];
+  nextSeq: number | null;
+}
