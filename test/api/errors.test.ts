@@ -1,0 +1,130 @@
+import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
+
+let t: TestServer;
+let api: Api;
+
+beforeAll(async () => {
+  t = await startTestServer();
+  api = apiClient(t.apiUrl, t.key);
+});
+afterAll(() => t.stop());
+
+describe("errors are always {errors: [...]} with the right status", () => {
+  it("401 without a key, with a malformed header and with an unknown key", async () => {
+    for (const headers of [{} as Record<string, string>, { authorization: "Basic abc" }, { authorization: "Bearer" }, { authorization: "Bearer not-a-key" }]) {
+      const res = await fetch(`${t.apiUrl}/stream`, { headers });
+      expect(res.status).toBe(401);
+      const body = (await res.json()) as { errors: string[] };
+      expect(body.errors).toHaveLength(1);
+      expect(typeof body.errors[0]).toBe("string");
+    }
+    // The scheme is case-insensitive, as HTTP says.
+    const ok = await fetch(`${t.apiUrl}/stream`, { headers: { authorization: `bearer ${t.key}` } });
+    expect(ok.status).toBe(200);
+  });
+
+  it("400 for malformed JSON", async () => {
+    for (const text of ['{"name":', "{name: 'x'}", "nul"]) {
+      const res = await api("POST", "/stream", text);
+      expect(res.status).toBe(400);
+      expect(res.body.errors[0]).toMatch(/^malformed JSON body/);
+    }
+  });
+
+  it("413 for a body over 1 MiB", async () => {
+    const res = await api("POST", "/stream", { name: "x".repeat(1024 * 1024 + 10) });
+    expect(res.status).toBe(413);
+    expect(res.body.errors[0]).toMatch(/larger than the limit of 1048576 bytes/);
+  });
+
+  it("415 for a body that is not JSON", async () => {
+    const res = await api("POST", "/stream", "name=x", { "content-type": "application/x-www-form-urlencoded" });
+    expect(res.status).toBe(415);
+    expect(res.body.errors[0]).toMatch(/content-type must be application\/json/);
+  });
+
+  it("422 for an empty body where one is required", async () => {
+    const res = await fetch(`${t.apiUrl}/stream`, { method: "POST", headers: { authorization: `Bearer ${t.key}` } });
+    expect(res.status).toBe(422);
+    expect(((await res.json()) as { errors: string[] }).errors).toEqual(["name: is required"]);
+  });
+
+  it("404 for unknown routes, in and out of the API", async () => {
+    for (const path of ["/api/nope", "/api/stream/a/b/c", "/nope", "/"]) {
+      const res = await fetch(`http://127.0.0.1:${t.server.port}${path}`, { headers: { authorization: `Bearer ${t.key}` } });
+      expect(res.status).toBe(404);
+      expect(((await res.json()) as { errors: string[] }).errors[0]).toMatch(/not found|no such endpoint/);
+    }
+  });
+
+  it("405 with Allow for a wrong method on a known path", async () => {
+    const cases: [string, string, string][] = [
+      ["PUT", "/stream", "POST, GET"],
+      ["POST", "/stream/abc", "GET, PATCH, DELETE"],
+      ["GET", "/stream/abc/record", "PATCH"],
+      ["PATCH", "/webhook/abc", "GET, PUT, DELETE"],
+      ["DELETE", "/session", "GET"],
+    ];
+    for (const [method, path, allow] of cases) {
+      const res = await api(method, path);
+      expect(res.status).toBe(405);
+      expect(res.headers.get("allow")).toBe(allow);
+      expect(res.body.errors[0]).toContain(`method ${method} is not allowed`);
+    }
+  });
+
+  it("never answers 500 to odd input", async () => {
+    const odd = [
+      ["POST", "/stream", { name: "\u0000\u{1F600}'; DROP TABLE streams; --", profiles: [] }],
+      ["POST", "/stream", { name: { nested: { deeper: [1, 2, 3] } } }],
+      ["GET", "/stream/%2e%2e%2f%2e%2e%2fetc%2fpasswd", undefined],
+      ["GET", `/stream?filters=${encodeURIComponent(JSON.stringify([{ id: "name", value: "%' OR 1=1 --" }]))}`, undefined],
+      ["GET", "/stream?limit=1e3&limit=5", undefined],
+      ["GET", "/stream?cursor[a]=1", undefined],
+      ["POST", "/multistream/target", { url: "rtmp://" + "a".repeat(3000) }],
+      ["POST", "/webhook", { url: "http://h/x", events: [null] }],
+      ["PATCH", "/stream/x", JSON.stringify("just a string")],
+    ] as const;
+    for (const [method, path, body] of odd) {
+      const res = await api(method, path, body);
+      expect(res.status).toBeGreaterThanOrEqual(200);
+      expect(res.status).toBeLessThan(500);
+      if (res.status >= 400) expect(Array.isArray(res.body.errors)).toBe(true);
+    }
+    const streams = await api("GET", "/stream");
+    expect(streams.status).toBe(200);
+  });
+});
+
+describe("OpenAPI", () => {
+  it("serves an OpenAPI 3.1 document covering every endpoint, generated from the schemas", async () => {
+    const res = await fetch(`${t.apiUrl}/openapi.json`);
+    expect(res.status).toBe(200);
+    const doc = (await res.json()) as any;
+    expect(doc.openapi).toBe("3.1.0");
+    const ops = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([p, m]) => Object.keys(m).map((k) => `${k.toUpperCase()} ${p}`));
+    expect(ops.sort()).toEqual(
+      [
+        "POST /stream", "GET /stream", "GET /stream/{id}", "PATCH /stream/{id}", "PATCH /stream/{id}/record", "DELETE /stream/{id}",
+        "GET /session", "GET /session/{id}", "GET /stream/{parentId}/sessions",
+        "POST /multistream/target", "GET /multistream/target", "GET /multistream/target/{id}", "PATCH /multistream/target/{id}", "DELETE /multistream/target/{id}",
+        "POST /webhook", "GET /webhook", "GET /webhook/{id}", "PUT /webhook/{id}", "DELETE /webhook/{id}",
+        "GET /playback/{id}",
+      ].sort(),
+    );
+    expect(doc.paths["/stream"].post.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/NewStreamPayload" });
+    expect(doc.components.schemas.NewStreamPayload.required).toEqual(["name"]);
+    expect(doc.components.schemas.Profile.properties.bitrate).toMatchObject({ type: "integer", exclusiveMinimum: 0 });
+    expect(doc.paths["/stream"].get.parameters.map((p: { name: string }) => p.name)).toEqual(["limit", "cursor", "streamsonly", "filters"]);
+    expect(doc.paths["/playback/{id}"].get.security).toEqual([]);
+  });
+
+  it("serves a readable reference page", async () => {
+    const res = await fetch(`${t.apiUrl}/docs`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/text\/html/);
+    const html = await res.text();
+    expect(html).toContain("/api/stream/{id}/record");
+    expect(html).toContain("NewStreamPayload");
+  });
+});

@@ -1,0 +1,62 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { loadConfig } from "../../src/config";
+import { createLogger } from "../../src/log";
+import { startServer, type RunningServer } from "../../src/server";
+
+export interface TestServer {
+  server: RunningServer;
+  dataDir: string;
+  /** http://127.0.0.1:<port>/api */
+  apiUrl: string;
+  /** The key of the user created on first start. */
+  key: string;
+  /** A key for another user (created if needed). */
+  keyFor(userName: string): string;
+  stop(): Promise<void>;
+}
+
+export function tempDir(prefix = "onair-test-"): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+/** A real server on an ephemeral port with a fresh data directory. */
+export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const dataDir = tempDir();
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", ...env });
+  const server = await startServer(config, createLogger(config.logLevel));
+  const apiUrl = `http://127.0.0.1:${server.port}/api`;
+  return {
+    server,
+    dataDir,
+    apiUrl,
+    key: server.firstUser!.apiKey,
+    keyFor: (userName) => server.store.apiKeys.create(server.store.users.getOrCreate(userName).id),
+    stop: async () => {
+      await server.stop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** fetch against the API with a key; JSON in and out. */
+export function apiClient(apiUrl: string, key: string) {
+  return async (method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const res = await fetch(urlPath.startsWith("http") ? urlPath : apiUrl + urlPath, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { "content-type": "application/json" } : {}), ...headers },
+      body: body === undefined ? undefined : typeof body === "string" ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let json: any;
+    try {
+      json = text ? JSON.parse(text) : undefined;
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, body: json, text, headers: res.headers };
+  };
+}
+
+export type Api = ReturnType<typeof apiClient>;
