@@ -24,10 +24,11 @@ function waitForOutput(child: ChildProcess, pattern: RegExp, timeoutMs = 30_000)
   });
 }
 
-function exited(child: ChildProcess): Promise<number | null> {
+/** How the process ended: its exit code, or the signal that killed it. */
+function exited(child: ChildProcess): Promise<number | NodeJS.Signals> {
   return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
-    else child.once("exit", (code) => resolve(code));
+    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode ?? child.signalCode!);
+    else child.once("exit", (code, signal) => resolve(code ?? signal!));
   });
 }
 
@@ -82,7 +83,8 @@ describe("npm start and the cli", () => {
 
   it("a second start on the same data dir prints no new key", async () => {
     expect(cli(dataDir, "keys", "create", "admin").status).toBe(0);
-    server = spawn("npm", ["start"], {
+    // The server itself, without npm in between: SIGTERM goes straight to the PID we started.
+    server = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
       cwd: ROOT,
       env: { ...process.env, DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn" },
       stdio: ["ignore", "pipe", "pipe"],
