@@ -65,3 +65,19 @@ export function migrate(db: Db, dir: string): number[] {
   }
   return ran;
 }
+
+/**
+ * Prepared statements, compiled once per SQL text: preparing costs more than running a
+ * simple query, and repositories run the same few statements all the time.
+ */
+export function statementCache(db: Db): (sql: string) => Database.Statement {
+  const cache = new Map<string, Database.Statement>();
+  return (sql) => {
+    let stmt = cache.get(sql);
+    if (!stmt) {
+      stmt = db.prepare(sql);
+      cache.set(sql, stmt);
+    }
+    return stmt;
+  };
+}

@@ -1,14 +1,18 @@
-import type { Db } from "../connection";
+import { statementCache, type Db } from "../connection";
 import { hashApiKey, newApiKey, newId } from "../ids";
 
 export class ApiKeysRepository {
-  constructor(private readonly db: Db) {}
+  private readonly sql: ReturnType<typeof statementCache>;
+
+  constructor(private readonly db: Db) {
+    this.sql = statementCache(db);
+  }
 
   /** Issues a new key for the user and returns it; only its hash is stored. */
   create(userId: string): string {
     const key = newApiKey();
-    this.db
-      .prepare("INSERT INTO api_keys (id, user_id, key_hash, created_at) VALUES (?, ?, ?, ?)")
+    this
+      .sql("INSERT INTO api_keys (id, user_id, key_hash, created_at) VALUES (?, ?, ?, ?)")
       .run(newId(), userId, hashApiKey(key), Date.now());
     return key;
   }
@@ -18,7 +22,7 @@ export class ApiKeysRepository {
    * the secret itself, so its timing tells nothing about a stored key.
    */
   userIdForKey(key: string): string | undefined {
-    const row = this.db.prepare("SELECT user_id FROM api_keys WHERE key_hash = ?").get(hashApiKey(key)) as
+    const row = this.sql("SELECT user_id FROM api_keys WHERE key_hash = ?").get(hashApiKey(key)) as
       | { user_id: string }
       | undefined;
     return row?.user_id;

@@ -1,4 +1,4 @@
-import type { Db } from "../connection";
+import { statementCache, type Db } from "../connection";
 import { newId } from "../ids";
 import type { Page, TargetRecord } from "../types";
 import { selectPage, type PageRequest } from "./page";
@@ -24,18 +24,22 @@ const toTarget = (r: Row): TargetRecord => ({
 });
 
 export class MultistreamTargetsRepository {
-  constructor(private readonly db: Db) {}
+  private readonly sql: ReturnType<typeof statementCache>;
+
+  constructor(private readonly db: Db) {
+    this.sql = statementCache(db);
+  }
 
   create(t: { userId: string; name: string; url: string; disabled: boolean }): TargetRecord {
     const id = newId();
-    this.db
-      .prepare("INSERT INTO multistream_targets (id, user_id, name, url, disabled, created_at) VALUES (?, ?, ?, ?, ?, ?)")
+    this
+      .sql("INSERT INTO multistream_targets (id, user_id, name, url, disabled, created_at) VALUES (?, ?, ?, ?, ?, ?)")
       .run(id, t.userId, t.name, t.url, t.disabled ? 1 : 0, Date.now());
     return this.get(id)!;
   }
 
   get(id: string): TargetRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM multistream_targets WHERE id = ?").get(id) as Row | undefined;
+    const row = this.sql("SELECT * FROM multistream_targets WHERE id = ?").get(id) as Row | undefined;
     return row && toTarget(row);
   }
 
@@ -45,7 +49,7 @@ export class MultistreamTargetsRepository {
   }
 
   list(userId: string, page: PageRequest): Page<TargetRecord> {
-    return selectPage(this.db, "multistream_targets", ["user_id = ?"], [userId], page, toTarget);
+    return selectPage(this.sql, "multistream_targets", ["user_id = ?"], [userId], page, toTarget);
   }
 
   /** Spec 4.3 rule 2: fields absent from the change stay as they are. */
@@ -56,10 +60,10 @@ export class MultistreamTargetsRepository {
     if (c.url !== undefined) sets.push("url = ?"), params.push(c.url);
     if (c.disabled !== undefined) sets.push("disabled = ?"), params.push(c.disabled ? 1 : 0);
     if (sets.length === 0) return;
-    this.db.prepare(`UPDATE multistream_targets SET ${sets.join(", ")} WHERE id = ?`).run(...params, id);
+    this.sql(`UPDATE multistream_targets SET ${sets.join(", ")} WHERE id = ?`).run(...params, id);
   }
 
   delete(id: string): void {
-    this.db.prepare("DELETE FROM multistream_targets WHERE id = ?").run(id);
+    this.sql("DELETE FROM multistream_targets WHERE id = ?").run(id);
   }
 }

@@ -1,4 +1,4 @@
-import type { Db } from "../connection";
+import type { statementCache } from "../connection";
 import type { Page } from "../types";
 
 export interface PageRequest {
@@ -13,7 +13,7 @@ export interface PageRequest {
  * ever-growing seq never skips or repeats an item while others are inserted or deleted.
  */
 export function selectPage<Row, T>(
-  db: Db,
+  sql: ReturnType<typeof statementCache>,
   from: string,
   where: string[],
   params: unknown[],
@@ -26,8 +26,8 @@ export function selectPage<Row, T>(
     clauses.push("seq < ?");
     args.push(page.beforeSeq);
   }
-  const sql = `SELECT * FROM ${from}${clauses.length ? " WHERE " + clauses.join(" AND ") : ""} ORDER BY seq DESC LIMIT ?`;
-  const rows = db.prepare(sql).all(...args, page.limit + 1) as Row[];
+  const text = `SELECT * FROM ${from}${clauses.length ? " WHERE " + clauses.join(" AND ") : ""} ORDER BY seq DESC LIMIT ?`;
+  const rows = sql(text).all(...args, page.limit + 1) as Row[];
   const items = rows.slice(0, page.limit).map(map);
   const last = items[items.length - 1];
   return { items, nextSeq: rows.length > page.limit && last ? last.seq : null };

@@ -1,4 +1,4 @@
-import type { Db } from "../connection";
+import { statementCache, type Db } from "../connection";
 import { newId } from "../ids";
 import type { Page, Profile, RecordingStatus, SegmentCounters, SessionRecord, StreamRecord } from "../types";
 import { selectPage, type PageRequest } from "./page";
@@ -48,7 +48,11 @@ const toSession = (r: Row): SessionRecord => ({
 });
 
 export class SessionsRepository {
-  constructor(private readonly db: Db) {}
+  private readonly sql: ReturnType<typeof statementCache>;
+
+  constructor(private readonly db: Db) {
+    this.sql = statementCache(db);
+  }
 
   /**
    * Opens a session for a publish on `parent`: the session row and its historic child stream
@@ -60,14 +64,14 @@ export class SessionsRepository {
     const id = newId();
     const profiles = JSON.stringify(parent.profiles);
     this.db.transaction(() => {
-      this.db
-        .prepare(
+      this
+        .sql(
           `INSERT INTO sessions (id, user_id, parent_id, name, playback_id, created_at, last_seen, record, profiles)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
         )
         .run(id, parent.userId, parent.id, parent.name, parent.playbackId, at, at, parent.record ? 1 : 0, profiles);
-      this.db
-        .prepare(
+      this
+        .sql(
           `INSERT INTO streams (id, user_id, parent_id, name, created_at, last_seen, record, profiles)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
         )
@@ -97,26 +101,26 @@ export class SessionsRepository {
       transcoded_segments_duration = transcoded_segments_duration + @tsd,
       source_bytes = source_bytes + @sb, transcoded_bytes = transcoded_bytes + @tb, last_seen = @at`;
     this.db.transaction(() => {
-      this.db.prepare(`UPDATE sessions SET ${set} WHERE id = @id`).run({ ...d, id: sessionId });
-      this.db.prepare(`UPDATE streams SET ${set} WHERE id IN (@id, @parent)`).run({ ...d, id: sessionId, parent: s.parentId });
+      this.sql(`UPDATE sessions SET ${set} WHERE id = @id`).run({ ...d, id: sessionId });
+      this.sql(`UPDATE streams SET ${set} WHERE id IN (@id, @parent)`).run({ ...d, id: sessionId, parent: s.parentId });
     })();
   }
 
   /** Closes a session; ending one that already ended changes nothing. */
   end(sessionId: string, at = Date.now()): boolean {
     return this.db.transaction(() => {
-      const r = this.db.prepare("UPDATE sessions SET ended_at = ?, last_seen = MAX(last_seen, ?) WHERE id = ? AND ended_at IS NULL").run(at, at, sessionId);
-      this.db.prepare("UPDATE streams SET is_active = 0 WHERE id = ?").run(sessionId);
+      const r = this.sql("UPDATE sessions SET ended_at = ?, last_seen = MAX(last_seen, ?) WHERE id = ? AND ended_at IS NULL").run(at, at, sessionId);
+      this.sql("UPDATE streams SET is_active = 0 WHERE id = ?").run(sessionId);
       return r.changes === 1;
     })();
   }
 
   setRecordingStatus(sessionId: string, status: RecordingStatus, error: string | null = null): void {
-    this.db.prepare("UPDATE sessions SET recording_status = ?, recording_error = ? WHERE id = ?").run(status, error, sessionId);
+    this.sql("UPDATE sessions SET recording_status = ?, recording_error = ? WHERE id = ?").run(status, error, sessionId);
   }
 
   get(id: string): SessionRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM sessions WHERE id = ?").get(id) as Row | undefined;
+    const row = this.sql("SELECT * FROM sessions WHERE id = ?").get(id) as Row | undefined;
     return row && toSession(row);
   }
 
@@ -127,16 +131,16 @@ export class SessionsRepository {
 
   /** Sessions still open (ended_at unset): after a crash, these are the ones to close. */
   listOpen(): SessionRecord[] {
-    return (this.db.prepare("SELECT * FROM sessions WHERE ended_at IS NULL").all() as Row[]).map(toSession);
+    return (this.sql("SELECT * FROM sessions WHERE ended_at IS NULL").all() as Row[]).map(toSession);
   }
 
   list(userId: string, page: PageRequest): Page<SessionRecord> {
-    return selectPage(this.db, "sessions", ["user_id = ?"], [userId], page, toSession);
+    return selectPage(this.sql, "sessions", ["user_id = ?"], [userId], page, toSession);
   }
 
   listForParent(parentId: string, opts: { recordedOnly: boolean }, page: PageRequest): Page<SessionRecord> {
     const where = ["parent_id = ?"];
     if (opts.recordedOnly) where.push("record = 1");
-    return selectPage(this.db, "sessions", where, [parentId], page, toSession);
+    return selectPage(this.sql, "sessions", where, [parentId], page, toSession);
   }
 }

@@ -1,4 +1,4 @@
-import type { Db } from "../connection";
+import { statementCache, type Db } from "../connection";
 import { newId, newPlaybackId, newStreamKey } from "../ids";
 import type { Page, PlaybackPolicy, Profile, StreamRecord } from "../types";
 import { selectPage, type PageRequest } from "./page";
@@ -84,12 +84,16 @@ export interface StreamFilters {
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => "\\" + c);
 
 export class StreamsRepository {
-  constructor(private readonly db: Db) {}
+  private readonly sql: ReturnType<typeof statementCache>;
+
+  constructor(private readonly db: Db) {
+    this.sql = statementCache(db);
+  }
 
   create(s: NewStream): StreamRecord {
     const id = newId();
-    this.db
-      .prepare(
+    this
+      .sql(
         `INSERT INTO streams (id, user_id, name, stream_key, playback_id, created_at, record, profiles, playback_policy)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
@@ -109,7 +113,7 @@ export class StreamsRepository {
 
   /** A stream that has not been deleted, parent or child. */
   get(id: string): StreamRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM streams WHERE id = ? AND deleted_at IS NULL").get(id) as
+    const row = this.sql("SELECT * FROM streams WHERE id = ? AND deleted_at IS NULL").get(id) as
       | Row
       | undefined;
     return row && toStreamRecord(row);
@@ -122,15 +126,15 @@ export class StreamsRepository {
   }
 
   getByPlaybackId(playbackId: string): StreamRecord | undefined {
-    const row = this.db
-      .prepare("SELECT * FROM streams WHERE playback_id = ? AND deleted_at IS NULL AND parent_id IS NULL")
+    const row = this
+      .sql("SELECT * FROM streams WHERE playback_id = ? AND deleted_at IS NULL AND parent_id IS NULL")
       .get(playbackId) as Row | undefined;
     return row && toStreamRecord(row);
   }
 
   getByStreamKey(streamKey: string): StreamRecord | undefined {
-    const row = this.db
-      .prepare("SELECT * FROM streams WHERE stream_key = ? AND deleted_at IS NULL AND parent_id IS NULL")
+    const row = this
+      .sql("SELECT * FROM streams WHERE stream_key = ? AND deleted_at IS NULL AND parent_id IS NULL")
       .get(streamKey) as Row | undefined;
     return row && toStreamRecord(row);
   }
@@ -159,7 +163,7 @@ export class StreamsRepository {
       where.push("parent_id = ?");
       params.push(f.parentId);
     }
-    return selectPage(this.db, "streams", where, params, page, toStreamRecord);
+    return selectPage(this.sql, "streams", where, params, page, toStreamRecord);
   }
 
   update(id: string, c: StreamChanges): void {
@@ -174,7 +178,7 @@ export class StreamsRepository {
       params.push(c.playbackPolicy ? JSON.stringify(c.playbackPolicy) : null);
     }
     if (sets.length === 0) return;
-    this.db.prepare(`UPDATE streams SET ${sets.join(", ")} WHERE id = ?`).run(...params, id);
+    this.sql(`UPDATE streams SET ${sets.join(", ")} WHERE id = ?`).run(...params, id);
   }
 
   /**
@@ -184,13 +188,13 @@ export class StreamsRepository {
    */
   softDelete(id: string, at = Date.now()): void {
     this.db.transaction(() => {
-      this.db.prepare("UPDATE streams SET deleted_at = ? WHERE (id = ? OR parent_id = ?) AND deleted_at IS NULL").run(at, id, id);
-      this.db.prepare("DELETE FROM stream_targets WHERE stream_id = ?").run(id);
+      this.sql("UPDATE streams SET deleted_at = ? WHERE (id = ? OR parent_id = ?) AND deleted_at IS NULL").run(at, id, id);
+      this.sql("DELETE FROM stream_targets WHERE stream_id = ?").run(id);
     })();
   }
 
   /** Parent streams marked active: after a crash, these are the ones to set idle. */
   listActive(): StreamRecord[] {
-    return (this.db.prepare("SELECT * FROM streams WHERE is_active = 1").all() as Row[]).map(toStreamRecord);
+    return (this.sql("SELECT * FROM streams WHERE is_active = 1").all() as Row[]).map(toStreamRecord);
   }
 }

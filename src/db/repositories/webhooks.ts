@@ -1,4 +1,4 @@
-import type { Db } from "../connection";
+import { statementCache, type Db } from "../connection";
 import { newId } from "../ids";
 import type { Page, WebhookFailure, WebhookRecord } from "../types";
 import { selectPage, type PageRequest } from "./page";
@@ -40,12 +40,16 @@ export interface WebhookFields {
 }
 
 export class WebhooksRepository {
-  constructor(private readonly db: Db) {}
+  private readonly sql: ReturnType<typeof statementCache>;
+
+  constructor(private readonly db: Db) {
+    this.sql = statementCache(db);
+  }
 
   create(userId: string, f: WebhookFields): WebhookRecord {
     const id = newId();
-    this.db
-      .prepare(
+    this
+      .sql(
         `INSERT INTO webhooks (id, user_id, name, url, events, shared_secret, stream_id, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       )
@@ -54,7 +58,7 @@ export class WebhooksRepository {
   }
 
   get(id: string): WebhookRecord | undefined {
-    const row = this.db.prepare("SELECT * FROM webhooks WHERE id = ?").get(id) as Row | undefined;
+    const row = this.sql("SELECT * FROM webhooks WHERE id = ?").get(id) as Row | undefined;
     return row && toWebhook(row);
   }
 
@@ -64,24 +68,24 @@ export class WebhooksRepository {
   }
 
   list(userId: string, page: PageRequest): Page<WebhookRecord> {
-    return selectPage(this.db, "webhooks", ["user_id = ?"], [userId], page, toWebhook);
+    return selectPage(this.sql, "webhooks", ["user_id = ?"], [userId], page, toWebhook);
   }
 
   /** PUT: the webhook is described whole again. */
   replace(id: string, f: WebhookFields): void {
-    this.db
-      .prepare("UPDATE webhooks SET name = ?, url = ?, events = ?, shared_secret = ?, stream_id = ? WHERE id = ?")
+    this
+      .sql("UPDATE webhooks SET name = ?, url = ?, events = ?, shared_secret = ?, stream_id = ? WHERE id = ?")
       .run(f.name, f.url, JSON.stringify(f.events), f.sharedSecret, f.streamId, id);
   }
 
   delete(id: string): void {
-    this.db.prepare("DELETE FROM webhooks WHERE id = ?").run(id);
+    this.sql("DELETE FROM webhooks WHERE id = ?").run(id);
   }
 
   /** Spec 6.2-6.3: the owner's webhooks registered for the event, for any or that stream. */
   listForEvent(userId: string, event: string, streamId: string): WebhookRecord[] {
-    const rows = this.db
-      .prepare(
+    const rows = this
+      .sql(
         `SELECT w.* FROM webhooks w, json_each(w.events) e
          WHERE w.user_id = ? AND e.value = ? AND (w.stream_id IS NULL OR w.stream_id = ?) ORDER BY w.seq`,
       )
