@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { createApp, type LiveControl } from "./api";
 import { publicUrl, rtmpPublicUrl, type Config } from "./config";
 import { openStore, type Store } from "./db";
+import type { EventSink } from "./events";
 import type { Logger } from "./log";
 import { locateFfmpeg, type FfmpegLocation } from "./media/ffmpegLocator";
 
@@ -33,6 +34,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   }
 
   let resolvedPublicUrl = config.publicUrlSetting ?? "";
+
+  // --- events → webhook deliveries (src/events, src/queue, src/webhooks) ---
+  const events: EventSink = {
+    raise: (name, streamId, payload) => log.info({ event: name, streamId, payload }, "event raised"),
+  };
+  const stopEvents = async () => {};
+  // --- end of events ---
+
   const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, live: noLiveSessions });
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
@@ -60,6 +69,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
           // Requests still running after 5 s are cut: shutdown must not hang on a slow client.
           setTimeout(() => server.closeAllConnections(), 5_000).unref();
         });
+        await stopEvents();
         store.close();
       })()),
   };

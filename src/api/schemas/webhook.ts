@@ -1,19 +1,9 @@
 import { z } from "zod";
 import { expected, httpUrl } from "./common";
 
-/** Spec section 6: the eight events onair raises. */
-export const EVENT_NAMES = [
-  "stream.started",
-  "stream.idle",
-  "recording.ready",
-  "recording.started",
-  "recording.waiting",
-  "multistream.connected",
-  "multistream.error",
-  "multistream.disconnected",
-] as const;
+import { EVENT_NAMES, type EventName } from "../../events";
 
-export type EventName = (typeof EVENT_NAMES)[number];
+export { EVENT_NAMES, type EventName };
 
 export const webhookBody = z
   .object({
