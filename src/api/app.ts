@@ -7,6 +7,7 @@ import { playbackRoutes } from "./routes/playback";
 import { sessionRoutes } from "./routes/sessions";
 import { streamRoutes } from "./routes/streams";
 import { targetRoutes } from "./routes/targets";
+import { webhookLogRoutes } from "./routes/webhookLogs";
 import { webhookRoutes } from "./routes/webhooks";
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -15,7 +16,7 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 const VERSION: string = require("../../package.json").version;
 
 export function apiRoutes(deps: ApiDeps): Route[] {
-  return [...streamRoutes(deps), ...sessionRoutes(deps), ...targetRoutes(deps), ...webhookRoutes(deps), ...playbackRoutes(deps)];
+  return [...streamRoutes(deps), ...sessionRoutes(deps), ...targetRoutes(deps), ...webhookRoutes(deps), ...webhookLogRoutes(deps), ...playbackRoutes(deps)];
 }
 
 /** `authorization: Bearer <key>` → the key's user, or a 401 (spec section 5). */

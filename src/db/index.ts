@@ -1,10 +1,13 @@
 import { openDatabase, type Db } from "./connection";
 import { ApiKeysRepository } from "./repositories/apiKeys";
+import { EventsRepository } from "./repositories/events";
 import { MultistreamTargetsRepository } from "./repositories/multistreamTargets";
 import { SessionsRepository } from "./repositories/sessions";
 import { StreamsRepository } from "./repositories/streams";
 import { StreamTargetsRepository } from "./repositories/streamTargets";
 import { UsersRepository } from "./repositories/users";
+import { WebhookDeliveriesRepository } from "./repositories/webhookDeliveries";
+import { WebhookLogRepository } from "./repositories/webhookLog";
 import { WebhooksRepository } from "./repositories/webhooks";
 
 export * from "./types";
@@ -13,6 +16,9 @@ export type { PageRequest } from "./repositories/page";
 export type { StreamChanges, StreamFilters } from "./repositories/streams";
 export type { WebhookFields } from "./repositories/webhooks";
 export type { UserRecord } from "./repositories/users";
+export type { EventRecord, NewEvent } from "./repositories/events";
+export type { DeliveryRecord, DeliveryStatus, NewDelivery } from "./repositories/webhookDeliveries";
+export type { NewWebhookLog, WebhookLogRecord } from "./repositories/webhookLog";
 export { hashApiKey } from "./ids";
 
 /** The database and one repository per table. */
@@ -25,6 +31,12 @@ export interface Store {
   targets: MultistreamTargetsRepository;
   streamTargets: StreamTargetsRepository;
   webhooks: WebhooksRepository;
+  /** Raised events that some webhook was registered for (src/events). */
+  events: EventsRepository;
+  /** One row per (event, webhook) and its lane order (src/webhooks). */
+  webhookDeliveries: WebhookDeliveriesRepository;
+  /** Every delivery attempt (GET /webhook/{id}/log). */
+  webhookLog: WebhookLogRepository;
   close(): void;
 }
 
@@ -39,6 +51,9 @@ export function openStore(file: string): Store {
     targets: new MultistreamTargetsRepository(db),
     streamTargets: new StreamTargetsRepository(db),
     webhooks: new WebhooksRepository(db),
+    events: new EventsRepository(db),
+    webhookDeliveries: new WebhookDeliveriesRepository(db),
+    webhookLog: new WebhookLogRepository(db),
     close: () => db.close(),
   };
 }

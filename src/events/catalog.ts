@@ -1,5 +1,8 @@
 // Spec section 6: the eight events onair raises, and what each carries in `payload`.
 
+// Type-only: the stream's JSON shape is the API's; nothing of the API is loaded at run time.
+import type { StreamJson } from "../api/schemas/stream";
+
 export const EVENT_NAMES = [
   "stream.started",
   "stream.idle",
@@ -36,6 +39,48 @@ export interface EventSink {
   /**
    * Records that `name` happened to the parent stream `streamId` now. Durable once it
    * returns: each webhook registered for it will receive it, across restarts.
+   * Synchronous and cheap (one SQLite transaction); throws only if it could not record it.
    */
   raise<N extends EventName>(name: N, streamId: string, payload: EventPayloads[N]): void;
+}
+
+/**
+ * The stream in a delivery: the API's stream object as it was when the event was raised,
+ * without `streamKey` (whoever reads a webhook must not be able to publish to the stream).
+ */
+export type EventStream = Omit<StreamJson, "streamKey">;
+
+/** The JSON body POSTed to a webhook (DESIGN.md's contract). */
+export interface DeliveryBody<N extends EventName = EventName> {
+  /** The event's id: the same on every retry and resend, so receivers can deduplicate. */
+  id: string;
+  webhookId: string;
+  /** When the event happened (ms). */
+  createdAt: number;
+  /** When this attempt was made (ms); the signature's `t`. */
+  timestamp: number;
+  event: N;
+  stream: EventStream;
+  payload: EventPayloads[N];
+}
+
+/** A raised event as stored: what every delivery of it is built from. */
+export interface RaisedEvent<N extends EventName = EventName> {
+  id: string;
+  name: N;
+  createdAt: number;
+  stream: EventStream;
+  payload: EventPayloads[N];
+}
+
+export function buildDeliveryBody<N extends EventName>(event: RaisedEvent<N>, webhookId: string, timestamp: number): DeliveryBody<N> {
+  return {
+    id: event.id,
+    webhookId,
+    createdAt: event.createdAt,
+    timestamp,
+    event: event.name,
+    stream: event.stream,
+    payload: event.payload,
+  };
 }

@@ -1,1 +1,3 @@
 export * from "./catalog";
+export { createEventSink, snapshotStream } from "./sink";
+export { startEvents, type RunningEvents } from "./service";

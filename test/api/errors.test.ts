@@ -109,6 +109,7 @@ describe("OpenAPI", () => {
         "GET /session", "GET /session/{id}", "GET /stream/{parentId}/sessions",
         "POST /multistream/target", "GET /multistream/target", "GET /multistream/target/{id}", "PATCH /multistream/target/{id}", "DELETE /multistream/target/{id}",
         "POST /webhook", "GET /webhook", "GET /webhook/{id}", "PUT /webhook/{id}", "DELETE /webhook/{id}",
+        "GET /webhook/{id}/log", "GET /webhook/{id}/log/{logId}", "POST /webhook/{id}/log/{logId}/resend",
         "GET /playback/{id}",
       ].sort(),
     );

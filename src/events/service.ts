@@ -1,0 +1,65 @@
+import type { Config } from "../config";
+import type { Store } from "../db";
+import type { Logger } from "../log";
+import { openQueue, redactUrl, type JobQueue, type QueueTuning } from "../queue";
+import { WEBHOOK_DELIVERY_QUEUE, WebhookDeliverer, type DeliveryJob } from "../webhooks";
+import type { EventSink } from "./catalog";
+import { createEventSink } from "./sink";
+
+export interface RunningEvents {
+  /** Where the rest of onair raises events. */
+  events: EventSink;
+  queue: JobQueue;
+  /** Stops taking deliveries and waits for those in flight (each ends within its timeout). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Events → webhook deliveries: the queue (embedded, or BullMQ with REDIS_URL), the event sink,
+ * and this process's delivery workers (none when WEBHOOK_CONCURRENCY is 0).
+ */
+export async function startEvents(
+  config: Config,
+  store: Store,
+  log: Logger,
+  options: { tuning?: Partial<QueueTuning>; random?: () => number } = {},
+): Promise<RunningEvents> {
+  const w = config.webhooks;
+  const queue = await openQueue(
+    store.db,
+    log,
+    config.redisUrl ? { kind: "bullmq", redisUrl: config.redisUrl, prefix: config.redisPrefix } : { kind: "embedded" },
+    options.tuning,
+  );
+  const deliverer = new WebhookDeliverer(
+    store,
+    log,
+    {
+      schedule: { firstDelayMs: w.retryFirstMs, windowMs: w.retryWindowMs, jitter: 0.2 },
+      timeoutMs: w.timeoutMs,
+      blockPrivate: w.blockPrivate,
+    },
+    options.random,
+  );
+  if (w.concurrency > 0) queue.process<DeliveryJob>(WEBHOOK_DELIVERY_QUEUE, deliverer.handle, { concurrency: w.concurrency });
+  log.info(
+    {
+      queue: queue.kind,
+      ...(config.redisUrl ? { redis: redactUrl(config.redisUrl), prefix: config.redisPrefix } : {}),
+      concurrency: w.concurrency,
+      blockPrivate: w.blockPrivate,
+    },
+    "webhook delivery started",
+  );
+
+  let stopped: Promise<void> | undefined;
+  return {
+    events: createEventSink(store, log),
+    queue,
+    stop: () =>
+      (stopped ??= (async () => {
+        await queue.close();
+        deliverer.close();
+      })()),
+  };
+}

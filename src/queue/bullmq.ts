@@ -1,0 +1,243 @@
+import { Queue, Worker, type Job as BullJob, type JobsOptions } from "bullmq";
+import { Redis } from "ioredis";
+import type { Db } from "../db";
+import type { Logger } from "../log";
+import { onRing } from "./doorbell";
+import { redactUrl } from "./redisUrl";
+import { enqueueJob, JobTable, type JobRow } from "./jobTable";
+import {
+  DEFAULT_TUNING,
+  errorBackoff,
+  RetryLater,
+  type JobHandler,
+  type JobQueue,
+  type NewJob,
+  type ProcessOptions,
+  type QueueTuning,
+} from "./types";
+
+export interface BullQueueSettings {
+  redisUrl: string;
+  /** Namespaces every key of onair's queues in Redis. */
+  prefix: string;
+}
+
+/** Retries are decided by the handler (RetryLater) or the error back-off: never run out. */
+const UNLIMITED_ATTEMPTS = 1_000_000_000;
+const BACKOFF_TYPE = "onair";
+/** Rows relayed to Redis per round trip. */
+const RELAY_BATCH = 500;
+
+/**
+ * BullMQ on Redis, for several worker processes. Jobs are first written to the SQLite job table
+ * like the embedded queue's (so `enqueue` is synchronous and commits with the caller's
+ * transaction), then relayed to Redis at once and removed from the table. A crash between the
+ * two relays the job again: BullMQ ignores a job id it already holds, and keeps finished jobs'
+ * ids for `keepFinishedMs`.
+ */
+export class BullQueue implements JobQueue {
+  readonly kind = "bullmq" as const;
+  private readonly table: JobTable;
+  private readonly queues = new Map<string, Queue>();
+  private readonly workers: Worker[] = [];
+  private readonly tuning: QueueTuning;
+  private readonly stopListening: () => void;
+  private relayTimer: NodeJS.Timeout | undefined;
+  private relaying: Promise<void> | undefined;
+  private relayAgain = false;
+  private relayImmediate = false;
+  /** Relays failed in a row: while Redis is away, retry less and less often (at most 30 s). */
+  private relayFailures = 0;
+  private closed = false;
+
+  private constructor(
+    private readonly db: Db,
+    private readonly connection: Redis,
+    private readonly settings: BullQueueSettings,
+    private readonly log: Logger,
+    tuning: Partial<QueueTuning>,
+  ) {
+    this.table = new JobTable(db);
+    this.tuning = { ...DEFAULT_TUNING, ...tuning };
+    this.stopListening = onRing(db, () => this.relaySoon());
+    this.relaySoon();
+  }
+
+  /** Connects to Redis, failing within `connectTimeoutMs` when it cannot be reached. */
+  static async open(
+    db: Db,
+    log: Logger,
+    settings: BullQueueSettings,
+    tuning: Partial<QueueTuning> = {},
+    connectTimeoutMs = 5_000,
+  ): Promise<BullQueue> {
+    // BullMQ's workers block on this connection's duplicates: it requires unlimited retries.
+    const connection = new Redis(settings.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+    let lastError: unknown;
+    connection.on("error", (err: unknown) => {
+      lastError = err;
+      log.warn({ err }, "queue: redis connection error");
+    });
+    try {
+      await withTimeout(connection.connect(), connectTimeoutMs);
+    } catch (err) {
+      connection.disconnect();
+      // The first connection error says more than ioredis's "Connection is closed".
+      throw new Error(`cannot reach Redis at ${redactUrl(settings.redisUrl)}: ${describe(lastError ?? err)}`);
+    }
+    return new BullQueue(db, connection, settings, log, tuning);
+  }
+
+  enqueue<T>(queue: string, job: NewJob<T>): void {
+    enqueueJob(this.db, queue, job);
+  }
+
+  process<T>(queue: string, handler: JobHandler<T>, options: ProcessOptions): void {
+    if (!(options.concurrency >= 1)) throw new Error(`queue ${queue}: concurrency must be at least 1`);
+    const worker = new Worker(
+      queue,
+      (job: BullJob) => handler({ id: job.id!, queue, data: job.data as T, attempt: job.attemptsStarted }),
+      {
+        connection: this.connection,
+        prefix: this.settings.prefix,
+        concurrency: options.concurrency,
+        // The lease: renewed while the job runs, taken over by another worker once it lapses.
+        lockDuration: this.tuning.leaseMs,
+        stalledInterval: Math.max(50, Math.floor(this.tuning.leaseMs / 2)),
+        // A job whose worker died is run again, however often that happens: nothing is dropped.
+        maxStalledCount: UNLIMITED_ATTEMPTS,
+        settings: {
+          backoffStrategy: (attemptsMade: number, _type?: string, err?: Error) =>
+            err instanceof RetryLater ? err.delayMs : errorBackoff(this.tuning, attemptsMade),
+        },
+      },
+    );
+    worker.on("error", (err) => this.log.error({ err, queue }, "queue: worker error"));
+    worker.on("failed", (job, err) => {
+      if (job && !(err instanceof RetryLater)) {
+        this.log.error({ err, queue, jobId: job.id, attempt: job.attemptsStarted }, "queue: job failed unexpectedly; will retry");
+      }
+    });
+    this.workers.push(worker);
+  }
+
+  private closing: Promise<void> | undefined;
+
+  /** Idempotent: a second call waits for the first. */
+  close(options: { force?: boolean } = {}): Promise<void> {
+    return (this.closing ??= this.shutDown(options.force ?? false));
+  }
+
+  private async shutDown(force: boolean): Promise<void> {
+    this.closed = true;
+    this.stopListening();
+    clearTimeout(this.relayTimer);
+    await this.relaying;
+    await Promise.all(this.workers.map((w) => w.close(force)));
+    // Jobs that the last handlers enqueued (the next delivery of a lane) go out now rather than
+    // wait in SQLite for the next start.
+    if (!force) await this.relay();
+    await Promise.all([...this.queues.values()].map((q) => q.close()));
+    await this.connection.quit().catch(() => this.connection.disconnect());
+  }
+
+  private queueFor(name: string): Queue {
+    let q = this.queues.get(name);
+    if (!q) {
+      q = new Queue(name, { connection: this.connection, prefix: this.settings.prefix });
+      q.on("error", (err) => this.log.error({ err, queue: name }, "queue: redis queue error"));
+      this.queues.set(name, q);
+    }
+    return q;
+  }
+
+  /** Relays right after the enqueuer's transaction (delay 0), or after `delay` ms. */
+  private relaySoon(delay = 0): void {
+    if (this.closed) return;
+    if (this.relaying) {
+      // One relay at a time; a new job during it means one more round right after.
+      if (delay === 0) this.relayAgain = true;
+      return;
+    }
+    clearTimeout(this.relayTimer);
+    if (delay > 0) {
+      this.relayTimer = setTimeout(() => this.startRelay(), delay);
+      // Waiting for the next poll must not keep a process alive on its own.
+      this.relayTimer.unref();
+    } else if (!this.relayImmediate) {
+      this.relayImmediate = true;
+      setImmediate(() => {
+        this.relayImmediate = false;
+        this.startRelay();
+      });
+    }
+  }
+
+  private startRelay(): void {
+    if (this.closed) return;
+    if (this.relaying) {
+      this.relayAgain = true;
+      return;
+    }
+    this.relaying = this.relay().finally(() => {
+      this.relaying = undefined;
+      const again = this.relayAgain && this.relayFailures === 0;
+      this.relayAgain = false;
+      // While Redis is away, retry less and less often; otherwise poll for other processes' jobs.
+      this.relaySoon(again ? 0 : Math.min(this.tuning.pollMs * 2 ** this.relayFailures, 30_000));
+    });
+  }
+
+  private async relay(): Promise<void> {
+    try {
+      for (;;) {
+        const rows = this.table.waiting(RELAY_BATCH);
+        if (rows.length === 0) break;
+        await this.addToRedis(rows);
+        this.table.remove(rows.map((r) => r.seq));
+        if (rows.length < RELAY_BATCH || this.closed) break;
+      }
+      this.relayFailures = 0;
+    } catch (err) {
+      // Redis is away: the rows stay in SQLite and go once it is back.
+      this.relayFailures++;
+      this.log.warn({ err, failures: this.relayFailures }, "queue: relaying jobs to Redis failed; will retry");
+    }
+  }
+
+  private async addToRedis(rows: JobRow[]): Promise<void> {
+    const now = Date.now();
+    const byQueue = new Map<string, JobRow[]>();
+    for (const r of rows) byQueue.set(r.queue, [...(byQueue.get(r.queue) ?? []), r]);
+    const keepSeconds = Math.ceil(this.tuning.keepFinishedMs / 1000);
+    await Promise.all(
+      [...byQueue].map(([name, list]) =>
+        this.queueFor(name).addBulk(
+          list.map((r) => {
+            const opts: JobsOptions = {
+              jobId: r.id,
+              delay: Math.max(0, r.run_at - now),
+              attempts: UNLIMITED_ATTEMPTS,
+              backoff: { type: BACKOFF_TYPE },
+              removeOnComplete: { age: keepSeconds },
+              removeOnFail: { age: keepSeconds },
+            };
+            return { name, data: JSON.parse(r.data) as unknown, opts };
+          }),
+        ),
+      ),
+    );
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+const describe = (err: unknown) => (err instanceof Error ? err.message || err.name : String(err));

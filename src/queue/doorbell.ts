@@ -1,0 +1,22 @@
+import type { Db } from "../db";
+
+// Enqueueing wakes the workers of this process at once instead of at their next poll: the
+// "within 100 ms of being raised" promise. Keyed by connection so that any code holding the
+// store (the event sink, the resend route) rings the same bell the workers listen to. Other
+// processes writing to the same database are caught by the workers' idle poll instead.
+
+const listeners = new WeakMap<Db, Set<() => void>>();
+
+export function onRing(db: Db, listener: () => void): () => void {
+  let set = listeners.get(db);
+  if (!set) listeners.set(db, (set = new Set()));
+  set.add(listener);
+  return () => set.delete(listener);
+}
+
+/** Listeners must be cheap and must not touch the database synchronously: the ringer may still be
+ * inside its transaction. */
+export function ring(db: Db): void {
+  const set = listeners.get(db);
+  if (set) for (const listener of set) listener();
+}

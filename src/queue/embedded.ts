@@ -1,0 +1,165 @@
+import type { Db } from "../db";
+import type { Logger } from "../log";
+import { onRing } from "./doorbell";
+import { enqueueJob, JobTable, type JobRow } from "./jobTable";
+import {
+  DEFAULT_TUNING,
+  errorBackoff,
+  RetryLater,
+  type JobHandler,
+  type JobQueue,
+  type NewJob,
+  type ProcessOptions,
+  type QueueTuning,
+} from "./types";
+
+/**
+ * Runs one queue's jobs from the SQLite table. It sleeps until whichever comes first: an
+ * enqueue in this process (the doorbell), the next delayed job or lease coming due, or the idle
+ * poll. It never spins: with every slot busy it waits for a job to finish.
+ */
+class TableWorker<T> {
+  private active = 0;
+  private readonly running = new Set<Promise<void>>();
+  private timer: NodeJS.Timeout | undefined;
+  private pumpScheduled = false;
+  private closed = false;
+  /** Closed without waiting: whatever still finishes must leave its job as a crash would. */
+  private forced = false;
+  private lastPrune = 0;
+  private readonly stopListening: () => void;
+
+  constructor(
+    private readonly table: JobTable,
+    private readonly queue: string,
+    private readonly handler: JobHandler<T>,
+    private readonly concurrency: number,
+    private readonly tuning: QueueTuning,
+    private readonly log: Logger,
+  ) {
+    this.stopListening = onRing(table.db, () => this.wake());
+    this.wake();
+  }
+
+  /** Coalesces wake-ups; runs after the current transaction (the enqueuer's) has committed. */
+  wake(): void {
+    if (this.pumpScheduled || this.closed) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    if (this.closed) return;
+    try {
+      while (this.active < this.concurrency) {
+        const claimed = this.table.claim(this.queue, Date.now(), this.tuning.leaseMs, this.concurrency - this.active);
+        if (claimed.length === 0) break;
+        for (const row of claimed) this.start(row);
+      }
+      this.pruneNowAndThen();
+      this.arm();
+    } catch (err) {
+      // The database is busy or closing: try again at the next poll rather than give up.
+      this.log.error({ err, queue: this.queue }, "queue: claiming jobs failed");
+      this.arm(this.tuning.pollMs);
+    }
+  }
+
+  /** Sleeps until the next job comes due, at most the idle poll. */
+  private arm(delay?: number): void {
+    clearTimeout(this.timer);
+    if (this.closed) return;
+    if (delay === undefined) {
+      const next = this.active < this.concurrency ? this.table.nextRunAt(this.queue) : undefined;
+      delay = next === undefined ? this.tuning.pollMs : Math.min(this.tuning.pollMs, Math.max(0, next - Date.now()));
+    }
+    this.timer = setTimeout(() => this.pump(), delay);
+    // Being idle must not keep a process alive on its own.
+    this.timer.unref();
+  }
+
+  private pruneNowAndThen(): void {
+    const now = Date.now();
+    if (now - this.lastPrune < 60_000) return;
+    this.lastPrune = now;
+    this.table.pruneFinished(now - this.tuning.keepFinishedMs);
+  }
+
+  private start(row: JobRow & { lease_token: string }): void {
+    this.active++;
+    const run = this.run(row).finally(() => {
+      this.active--;
+      this.running.delete(run);
+      this.wake();
+    });
+    this.running.add(run);
+  }
+
+  /** Runs the handler and records how it went; never rejects. */
+  private async run(row: JobRow & { lease_token: string }): Promise<void> {
+    const job = { id: row.id, queue: row.queue, data: JSON.parse(row.data) as T, attempt: row.attempts };
+    let retry: { delayMs: number; reason: string } | undefined;
+    try {
+      await this.handler(job);
+    } catch (err) {
+      if (err instanceof RetryLater) retry = { delayMs: err.delayMs, reason: err.message };
+      else {
+        retry = { delayMs: errorBackoff(this.tuning, row.attempts), reason: err instanceof Error ? err.message : String(err) };
+        if (!this.forced) this.log.error({ err, queue: this.queue, jobId: row.id, attempt: row.attempts }, "queue: job failed unexpectedly; will retry");
+      }
+    }
+    // Closed without waiting: leave the job claimed, as a crash would.
+    if (this.forced) return;
+    try {
+      if (retry) this.table.retry(row.id, row.lease_token, Date.now() + retry.delayMs, retry.reason);
+      else this.table.complete(row.id, row.lease_token, Date.now());
+    } catch (err) {
+      // Still claimed: the lease runs out and the job comes due again (a repeat, never a loss).
+      this.log.error({ err, queue: this.queue, jobId: row.id }, "queue: could not record a job's outcome");
+    }
+  }
+
+  async close(force: boolean): Promise<void> {
+    this.closed = true;
+    this.forced = force;
+    clearTimeout(this.timer);
+    this.stopListening();
+    if (!force) await Promise.all([...this.running]);
+  }
+}
+
+/** The default queue: jobs live in the service's own SQLite database. */
+export class EmbeddedQueue implements JobQueue {
+  readonly kind = "embedded" as const;
+  private readonly table: JobTable;
+  private readonly workers: TableWorker<unknown>[] = [];
+  private readonly tuning: QueueTuning;
+
+  constructor(
+    private readonly db: Db,
+    private readonly log: Logger,
+    tuning: Partial<QueueTuning> = {},
+  ) {
+    this.table = new JobTable(db);
+    this.tuning = { ...DEFAULT_TUNING, ...tuning };
+  }
+
+  enqueue<T>(queue: string, job: NewJob<T>): void {
+    enqueueJob(this.db, queue, job);
+  }
+
+  process<T>(queue: string, handler: JobHandler<T>, options: ProcessOptions): void {
+    if (!(options.concurrency >= 1)) throw new Error(`queue ${queue}: concurrency must be at least 1`);
+    this.workers.push(new TableWorker(this.table, queue, handler as JobHandler<unknown>, options.concurrency, this.tuning, this.log));
+  }
+
+  private closing: Promise<void> | undefined;
+
+  /** Idempotent: a second call waits for the first. */
+  close(options: { force?: boolean } = {}): Promise<void> {
+    return (this.closing ??= Promise.all(this.workers.map((w) => w.close(options.force ?? false))).then(() => undefined));
+  }
+}

@@ -1,0 +1,84 @@
+// The one queue interface (DESIGN.md): jobs are enqueued durably with an idempotent id and an
+// optional delay, processed with a bounded concurrency, and retried on a schedule their handler
+// chooses. Two adapters implement it: embedded (SQLite) and BullMQ (Redis).
+
+export type QueueKind = "embedded" | "bullmq";
+
+export interface NewJob<T> {
+  /** Idempotent: a job with this id that is waiting, running or finished recently is not added again. */
+  id: string;
+  data: T;
+  /** Not before this many ms from now. */
+  delayMs?: number;
+}
+
+export interface Job<T> {
+  id: string;
+  queue: string;
+  data: T;
+  /** How many times this job has been started, this run included (1 on the first run). */
+  attempt: number;
+}
+
+/** Resolves: the job is done. Throws `RetryLater`: run it again then. Throws anything else: a bug
+ * or a transient fault (a busy database); it is retried with a capped back-off, never dropped. */
+export type JobHandler<T> = (job: Job<T>) => Promise<void>;
+
+/** Thrown by a handler to have the same job (same id and data) run again after `delayMs`. */
+export class RetryLater extends Error {
+  constructor(
+    readonly delayMs: number,
+    reason: string,
+  ) {
+    super(reason);
+    this.name = "RetryLater";
+  }
+}
+
+export interface ProcessOptions {
+  /** Jobs of this queue running at once in this process. */
+  concurrency: number;
+}
+
+export interface JobQueue {
+  readonly kind: QueueKind;
+  /**
+   * Adds a job. Synchronous and durable once it returns: both adapters write it to the SQLite
+   * job table first, so inside a store transaction the job commits or rolls back with it.
+   */
+  enqueue<T>(queue: string, job: NewJob<T>): void;
+  /** Starts running `queue`'s jobs in this process. */
+  process<T>(queue: string, handler: JobHandler<T>, options: ProcessOptions): void;
+  /**
+   * Stops taking jobs and waits for those running to finish. `force` does not wait: the jobs
+   * running are left claimed, as a crashed process leaves them, and run again after the lease.
+   */
+  close(options?: { force?: boolean }): Promise<void>;
+}
+
+/** Timings; the defaults suit production, tests shorten them. */
+export interface QueueTuning {
+  /** How long a claimed job is reserved for its worker; after that, another may run it. */
+  leaseMs: number;
+  /** Longest sleep while idle: catches jobs that other processes wrote to the database. */
+  pollMs: number;
+  /** Back-off after an unexpected error: this, doubling per attempt, at most `maxErrorBackoffMs`. */
+  errorBackoffMs: number;
+  maxErrorBackoffMs: number;
+  /** Finished jobs are remembered this long, so that their id is not run again. */
+  keepFinishedMs: number;
+}
+
+export const DEFAULT_TUNING: QueueTuning = {
+  // A webhook attempt times out after at most 30 s (config): the lease leaves room for it.
+  leaseMs: 60_000,
+  pollMs: 1_000,
+  errorBackoffMs: 1_000,
+  maxErrorBackoffMs: 5 * 60_000,
+  keepFinishedMs: 24 * 3600_000,
+};
+
+/** Delay before retrying a job whose handler failed unexpectedly (pure). */
+export function errorBackoff(tuning: QueueTuning, attempt: number): number {
+  return Math.min(tuning.errorBackoffMs * 2 ** Math.max(0, attempt - 1), tuning.maxErrorBackoffMs);
+}

@@ -1,0 +1,168 @@
+import { EventEmitter, once } from "node:events";
+import type { Db, DeliveryRecord, EventRecord, NewDelivery, Store, WebhookLogRecord } from "../db";
+import { buildDeliveryBody, type EventName, type RaisedEvent } from "../events/catalog";
+import type { Logger } from "../log";
+import { enqueueJob, RetryLater, type Job } from "../queue";
+import { judgeAttempt, nextRetryDelay, type RetrySchedule } from "./retry";
+import { WebhookSender, type SendResult } from "./send";
+import { signatureHeader } from "./signature";
+
+export const WEBHOOK_DELIVERY_QUEUE = "webhook-delivery";
+
+export interface DeliveryJob {
+  deliveryId: string;
+}
+
+export interface DeliverySettings {
+  schedule: RetrySchedule;
+  timeoutMs: number;
+  blockPrivate: boolean;
+}
+
+/**
+ * Adds a delivery at the end of its lane (one webhook, one stream) and enqueues it if nothing is
+ * ahead of it; otherwise the delivery before it enqueues it once settled. Call it inside a store
+ * transaction: the delivery and its job commit together.
+ */
+export function addDelivery(store: Store, d: NewDelivery): { delivery: DeliveryRecord; isLaneHead: boolean } {
+  const added = store.webhookDeliveries.add(d);
+  if (added.isLaneHead) enqueueDelivery(store.db, added.delivery.id);
+  return added;
+}
+
+function enqueueDelivery(db: Db, deliveryId: string): void {
+  // The delivery id is the job id: enqueueing a delivery twice runs it once.
+  enqueueJob<DeliveryJob>(db, WEBHOOK_DELIVERY_QUEUE, { id: deliveryId, data: { deliveryId } });
+}
+
+export function storedEvent(e: EventRecord): RaisedEvent {
+  return {
+    id: e.id,
+    name: e.name as EventName,
+    createdAt: e.createdAt,
+    stream: JSON.parse(e.streamJson) as RaisedEvent["stream"],
+    payload: JSON.parse(e.payloadJson) as RaisedEvent["payload"],
+  };
+}
+
+// In-process notice that a delivery's attempt was logged: what a resend request waits for.
+const attemptLogged = new WeakMap<Db, EventEmitter>();
+function attemptEvents(db: Db): EventEmitter {
+  let e = attemptLogged.get(db);
+  if (!e) {
+    attemptLogged.set(db, (e = new EventEmitter()));
+    e.setMaxListeners(0);
+  }
+  return e;
+}
+
+/**
+ * The first attempt of a delivery, waiting up to `timeoutMs` for it. Wakes on this process's
+ * attempts, and looks again every 250 ms for those made by a worker process.
+ */
+export async function firstAttempt(store: Store, deliveryId: string, timeoutMs: number): Promise<WebhookLogRecord | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const entry = store.webhookLog.firstForDelivery(deliveryId);
+    if (entry) return entry;
+    const left = deadline - Date.now();
+    if (left <= 0) return undefined;
+    await once(attemptEvents(store.db), deliveryId, { signal: AbortSignal.timeout(Math.min(250, left)) }).catch(() => undefined);
+  }
+}
+
+/**
+ * The webhook delivery job: one attempt of one delivery. Builds and signs the body, POSTs it,
+ * logs the attempt, and either settles the delivery (enqueueing the next of its lane) or asks
+ * the queue to try again later.
+ */
+export class WebhookDeliverer {
+  private readonly sender: WebhookSender;
+
+  constructor(
+    private readonly store: Store,
+    private readonly log: Logger,
+    private readonly settings: DeliverySettings,
+    /** In [0, 1): the retry jitter; tests fix it. */
+    private readonly random: () => number = Math.random,
+  ) {
+    this.sender = new WebhookSender({ timeoutMs: settings.timeoutMs, blockPrivate: settings.blockPrivate });
+  }
+
+  close(): void {
+    this.sender.close();
+  }
+
+  readonly handle = async (job: Job<DeliveryJob>): Promise<void> => {
+    const { store } = this;
+    const delivery = store.webhookDeliveries.get(job.data.deliveryId);
+    // Settled by an earlier run of this job (a repeat after a crash): nothing to send.
+    if (!delivery || delivery.status !== "pending") return;
+    const webhook = store.webhooks.get(delivery.webhookId);
+    if (!webhook) {
+      this.settle(delivery, "cancelled");
+      return;
+    }
+    const event = store.events.get(delivery.eventId);
+    if (!event) throw new Error(`delivery ${delivery.id}: event ${delivery.eventId} is missing`);
+
+    const timestamp = Date.now();
+    const body = JSON.stringify(buildDeliveryBody(storedEvent(event), webhook.id, timestamp));
+    const headers: Record<string, string> = { "content-type": "application/json", "user-agent": "onair" };
+    if (webhook.sharedSecret) headers["Livepeer-Signature"] = signatureHeader(body, webhook.sharedSecret, timestamp);
+
+    const result = await this.sender.post(webhook.url, body, headers);
+    const verdict = judgeAttempt(result);
+    const retryIn =
+      verdict === "retry" ? nextRetryDelay(this.settings.schedule, job.attempt, delivery.windowStart, Date.now(), this.random()) : null;
+    const settledAs = verdict === "delivered" ? "delivered" : retryIn === null ? "failed" : undefined;
+
+    store.db
+      .transaction(() => {
+        store.webhookLog.add({
+          webhookId: webhook.id,
+          deliveryId: delivery.id,
+          eventId: event.id,
+          event: event.name,
+          attempt: job.attempt,
+          createdAt: timestamp,
+          durationMs: result.durationMs,
+          success: verdict === "delivered",
+          url: webhook.url,
+          requestHeaders: headers,
+          requestBody: body,
+          statusCode: result.statusCode ?? null,
+          statusText: result.statusText ?? null,
+          responseBody: result.responseBody ?? null,
+          error: result.error ?? (verdict === "delivered" ? null : describeStatus(result)),
+        });
+        if (settledAs) this.settleInTransaction(delivery, settledAs);
+      })
+      .immediate();
+    attemptEvents(store.db).emit(delivery.id);
+
+    const logFields = { webhookId: webhook.id, eventId: event.id, event: event.name, attempt: job.attempt, status: result.statusCode, error: result.error };
+    if (settledAs === "failed") this.log.warn(logFields, "webhook delivery failed for good");
+    else if (settledAs === undefined) this.log.info({ ...logFields, retryInMs: retryIn }, "webhook delivery attempt failed; will retry");
+    else this.log.debug(logFields, "webhook delivered");
+
+    // Still pending: the queue runs this job again then, as attempt n+1 of the same delivery.
+    if (settledAs === undefined) throw new RetryLater(retryIn!, describeStatus(result));
+  };
+
+  private settle(delivery: DeliveryRecord, status: "delivered" | "failed" | "cancelled"): void {
+    this.store.db.transaction(() => this.settleInTransaction(delivery, status)).immediate();
+  }
+
+  /** Settles the delivery and lets the next one of its lane go. */
+  private settleInTransaction(delivery: DeliveryRecord, status: "delivered" | "failed" | "cancelled"): void {
+    const { next } = this.store.webhookDeliveries.settle(delivery.id, status, Date.now());
+    if (next) enqueueDelivery(this.store.db, next.id);
+  }
+}
+
+function describeStatus(r: SendResult): string {
+  if (r.error) return r.error;
+  const status = `${r.statusCode ?? "no status"}${r.statusText ? " " + r.statusText : ""}`;
+  return r.statusCode !== undefined && r.statusCode >= 300 && r.statusCode < 400 ? `${status}: redirects are not followed` : status;
+}
