@@ -42,6 +42,32 @@ const optionalUrl = (name: string, protocols: string[]) =>
       return v.replace(/\/+$/, "");
     });
 
+const integer = (name: string, fallback: number, min: number, max: number, unit = "") =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === "") return fallback;
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < min || n > max) {
+        ctx.addIssue({ code: "custom", message: `${name} must be an integer from ${min} to ${max}${unit}, got "${v}"` });
+        return z.NEVER;
+      }
+      return n;
+    });
+
+const flag = (name: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === "") return false;
+      if (["1", "true", "yes", "on"].includes(v.toLowerCase())) return true;
+      if (["0", "false", "no", "off"].includes(v.toLowerCase())) return false;
+      ctx.addIssue({ code: "custom", message: `${name} must be true or false (1 or 0), got "${v}"` });
+      return z.NEVER;
+    });
+
 const envSchema = z.object({
   PORT: port("PORT", 8080),
   RTMP_PORT: port("RTMP_PORT", 1935),
@@ -56,10 +82,30 @@ const envSchema = z.object({
   PUBLIC_URL: optionalUrl("PUBLIC_URL", ["http:", "https:"]),
   RTMP_PUBLIC_URL: optionalUrl("RTMP_PUBLIC_URL", ["rtmp:", "rtmps:"]),
   REDIS_URL: optionalUrl("REDIS_URL", ["redis:", "rediss:"]),
+  REDIS_PREFIX: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === "") return "onair";
+      if (!/^[A-Za-z0-9_.:-]{1,100}$/.test(v)) {
+        ctx.addIssue({ code: "custom", message: `REDIS_PREFIX must be 1-100 letters, digits or _ . : -, got "${v}"` });
+        return z.NEVER;
+      }
+      return v;
+    }),
+  WEBHOOK_BLOCK_PRIVATE: flag("WEBHOOK_BLOCK_PRIVATE"),
+  // Spec 8: retries for about 15 minutes, the first after about 5 s. Tests compress both.
+  WEBHOOK_RETRY_FIRST_MS: integer("WEBHOOK_RETRY_FIRST_MS", 5_000, 1, 3_600_000, " (ms)"),
+  WEBHOOK_RETRY_WINDOW_MS: integer("WEBHOOK_RETRY_WINDOW_MS", 15 * 60_000, 0, 7 * 24 * 3_600_000, " (ms)"),
+  // At most 30 s: the embedded queue's 60 s lease must outlast an attempt.
+  WEBHOOK_TIMEOUT_MS: integer("WEBHOOK_TIMEOUT_MS", 10_000, 1, 30_000, " (ms)"),
+  WEBHOOK_CONCURRENCY: integer("WEBHOOK_CONCURRENCY", 16, 0, 1000),
   FFMPEG_PATH: z
     .string()
     .optional()
     .transform((v) => (v === undefined || v === "" ? undefined : v)),
+  HLS_SEGMENT_SECONDS: integer("HLS_SEGMENT_SECONDS", 2, 1, 10, " (seconds)"),
+  HLS_LIST_SIZE: integer("HLS_LIST_SIZE", 6, 2, 30),
   LOG_LEVEL: z
     .string()
     .optional()
@@ -86,6 +132,24 @@ export interface Config {
   ffmpegPath: string | undefined;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   dbPath: string;
+  /** Target length of live HLS segments, seconds. */
+  hlsSegmentSeconds: number;
+  /** Segments listed in a live playlist (the live window); older ones are deleted. */
+  hlsListSize: number;
+  /** Namespace of onair's keys in Redis (BullMQ's prefix). */
+  redisPrefix: string;
+  webhooks: WebhookSettings;
+}
+
+export interface WebhookSettings {
+  /** Refuse receivers that resolve to private, loopback or link-local addresses. */
+  blockPrivate: boolean;
+  retryFirstMs: number;
+  retryWindowMs: number;
+  /** One attempt, connection to last byte read. */
+  timeoutMs: number;
+  /** Deliveries in flight at once in this process; 0 leaves them to `npm run worker`. */
+  concurrency: number;
 }
 
 export class ConfigError extends Error {
@@ -101,6 +165,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(parsed.error.issues.map((i) => i.message));
   }
   const e = parsed.data;
+  if (e.WEBHOOK_CONCURRENCY === 0 && e.REDIS_URL === undefined) {
+    throw new ConfigError(["WEBHOOK_CONCURRENCY=0 needs REDIS_URL: with the embedded queue, nothing else would deliver webhooks"]);
+  }
   return {
     port: e.PORT,
     rtmpPort: e.RTMP_PORT,
@@ -112,6 +179,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ffmpegPath: e.FFMPEG_PATH,
     logLevel: e.LOG_LEVEL,
     dbPath: path.join(e.DATA_DIR, "onair.db"),
+    hlsSegmentSeconds: e.HLS_SEGMENT_SECONDS,
+    hlsListSize: e.HLS_LIST_SIZE,
+    redisPrefix: e.REDIS_PREFIX,
+    webhooks: {
+      blockPrivate: e.WEBHOOK_BLOCK_PRIVATE,
+      retryFirstMs: e.WEBHOOK_RETRY_FIRST_MS,
+      retryWindowMs: e.WEBHOOK_RETRY_WINDOW_MS,
+      timeoutMs: e.WEBHOOK_TIMEOUT_MS,
+      concurrency: e.WEBHOOK_CONCURRENCY,
+    },
   };
 }
 

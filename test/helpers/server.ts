@@ -21,21 +21,26 @@ export function tempDir(prefix = "onair-test-"): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
 
-/** A real server on an ephemeral port with a fresh data directory. */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
-  const dataDir = tempDir();
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", ...env });
+/**
+ * A real server on an ephemeral port with a fresh data directory, or with `options.dataDir`: a
+ * restart on the same data, which the caller owns (stop() then leaves it in place).
+ */
+export async function startTestServer(env: Record<string, string> = {}, options: { dataDir?: string } = {}): Promise<TestServer> {
+  const dataDir = options.dataDir ?? tempDir();
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", ...env });
   const server = await startServer(config, createLogger(config.logLevel));
   const apiUrl = `http://127.0.0.1:${server.port}/api`;
+  const keyFor = (userName: string) => server.store.apiKeys.create(server.store.users.getOrCreate(userName).id);
   return {
     server,
     dataDir,
     apiUrl,
-    key: server.firstUser!.apiKey,
-    keyFor: (userName) => server.store.apiKeys.create(server.store.users.getOrCreate(userName).id),
+    // A restart creates no first user: give the test a fresh key of the same user.
+    key: server.firstUser?.apiKey ?? keyFor("admin"),
+    keyFor,
     stop: async () => {
       await server.stop();
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      if (!options.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
