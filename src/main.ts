@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from "./config";
 import { createLogger } from "./log";
-import { banner, startServer } from "./server";
+import { banner, startServer, type RunningServer } from "./server";
 
 async function main(): Promise<void> {
   let config;
@@ -14,15 +14,18 @@ async function main(): Promise<void> {
     throw err;
   }
   const log = createLogger(config.logLevel);
-  const server = await startServer(config, log);
-  process.stdout.write(banner(server, config.dataDir) + "\n");
 
-  let stopping = false;
+  // Signals are handled from the first moment: a supervisor may stop us while we start.
+  let server: RunningServer | undefined;
+  let stopping: string | undefined;
   const shutdown = (signal: string) => {
     if (stopping) return;
-    stopping = true;
+    stopping = signal;
+    if (server) void stop(server, signal);
+  };
+  const stop = (running: RunningServer, signal: string) => {
     log.info({ signal }, "shutting down");
-    server.stop().then(
+    return running.stop().then(
       () => {
         log.info("stopped");
         process.exit(0);
@@ -35,6 +38,10 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => shutdown("SIGINT"));
   process.on("SIGTERM", () => shutdown("SIGTERM"));
+
+  server = await startServer(config, log);
+  if (stopping) return void stop(server, stopping);
+  process.stdout.write(banner(server, config.dataDir) + "\n");
 }
 
 main().catch((err: unknown) => {

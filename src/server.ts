@@ -1,11 +1,15 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import { createApp, type LiveControl } from "./api";
+import path from "node:path";
+import { createApp } from "./api";
 import { publicUrl, rtmpPublicUrl, type Config } from "./config";
 import { openStore, type Store } from "./db";
-import type { EventSink } from "./events";
+import { startEvents, type EventSink, type RunningEvents } from "./events";
 import type { Logger } from "./log";
-import { locateFfmpeg, type FfmpegLocation } from "./media/ffmpegLocator";
+import { hlsRouter } from "./http";
+import { INGEST_APP, RtmpIngest } from "./ingest";
+import { locateFfmpeg, ProcessRegistry, type FfmpegLocation } from "./media";
+import { SessionManager } from "./sessions";
 
 export interface RunningServer {
   store: Store;
@@ -13,14 +17,18 @@ export interface RunningServer {
   publicUrl: string;
   apiUrl: string;
   rtmpUrl: string;
+  /** The RTMP port actually bound (RTMP_PORT=0 picks one). */
+  rtmpPort: number;
   ffmpeg: FfmpegLocation | undefined;
+  sessions: SessionManager;
+  /** Where domain events are raised (durable; each becomes webhook deliveries). */
+  events: EventSink;
+  /** Every process the server has running (ffmpeg). */
+  processes: ProcessRegistry;
   /** Set when this start created the first user (empty data directory). */
   firstUser?: { name: string; apiKey: string };
   stop(): Promise<void>;
 }
-
-/** Live sessions arrive with RTMP ingest; until a stream can be live there is nothing to end. */
-const noLiveSessions: LiveControl = { interrupt: () => {} };
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   const ffmpeg = locateFfmpeg(config.ffmpegPath);
@@ -36,13 +44,50 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   let resolvedPublicUrl = config.publicUrlSetting ?? "";
 
   // --- events → webhook deliveries (src/events, src/queue, src/webhooks) ---
-  const events: EventSink = {
-    raise: (name, streamId, payload) => log.info({ event: name, streamId, payload }, "event raised"),
-  };
-  const stopEvents = async () => {};
+  // raise() writes the event, its deliveries and their jobs in one SQLite transaction (with
+  // REDIS_URL, the jobs then go on to BullMQ), and wakes this process's delivery workers.
+  let running: RunningEvents;
+  try {
+    running = await startEvents(config, store, log);
+  } catch (err) {
+    store.close();
+    throw err;
+  }
+  const events: EventSink = running.events;
+  const stopEvents = () => running.stop();
   // --- end of events ---
 
-  const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, live: noLiveSessions });
+  // --- live media: RTMP ingest → session manager → one ffmpeg pipeline per session ---
+  const processes = new ProcessRegistry();
+  const hlsDir = path.join(config.dataDir, "hls");
+  // The pipeline pulls from the local RTMP server; a wildcard bind is reached on loopback.
+  const rtmpHost = ["0.0.0.0", "::", ""].includes(config.host) ? "127.0.0.1" : config.host;
+  let ingest: RtmpIngest | undefined;
+  let rtmpPort = config.rtmpPort;
+  const sessions = new SessionManager({
+    store,
+    events,
+    log,
+    registry: processes,
+    ffmpegPath: ffmpeg?.path,
+    hlsDir,
+    rtmpInputUrl: (key) => `rtmp://${rtmpHost.includes(":") ? `[${rtmpHost}]` : rtmpHost}:${rtmpPort}/${INGEST_APP}/${key}`,
+    segmentSeconds: config.hlsSegmentSeconds,
+    listSize: config.hlsListSize,
+    disconnectPublisher: (id) => ingest?.disconnect(id),
+  });
+  sessions.recoverAfterCrash();
+  ingest = new RtmpIngest(sessions, log);
+  try {
+    rtmpPort = await ingest.listen(config.rtmpPort, config.host);
+  } catch (err) {
+    await stopEvents();
+    store.close();
+    throw new Error(`cannot listen for RTMP on ${config.host}:${config.rtmpPort}: ${(err as Error).message}`);
+  }
+  // --- end of live media ---
+
+  const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, live: sessions }, [hlsRouter(store, hlsDir)]);
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -58,11 +103,20 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     port,
     publicUrl: resolvedPublicUrl,
     apiUrl: `${resolvedPublicUrl}/api`,
-    rtmpUrl: rtmpPublicUrl(config, config.rtmpPort),
+    rtmpUrl: rtmpPublicUrl(config, rtmpPort),
+    rtmpPort,
     ffmpeg,
+    sessions,
+    events,
+    processes,
     firstUser,
     stop: () =>
       (stopped ??= (async () => {
+        // Live sessions first: publishers disconnected, playlists ended, isActive false and
+        // stream.idle raised while the event sink still takes events.
+        await sessions.shutdown();
+        await ingest.close();
+        await processes.stopAll(2000);
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();

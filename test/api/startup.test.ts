@@ -52,16 +52,17 @@ describe("npm start and the cli", () => {
 
   it("prints the banner with a new key on an empty data dir; cli keys work while it runs; SIGTERM stops it", async () => {
     const port = 20000 + Math.floor(Math.random() * 20000);
+    const rtmpPort = port + 1;
     // Its own process group, so that the test stops exactly what it started.
     server = spawn("npm", ["start"], {
       cwd: ROOT,
-      env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", RTMP_PORT: "19350", LOG_LEVEL: "warn" },
+      env: { ...process.env, DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", RTMP_PORT: String(rtmpPort), LOG_LEVEL: "warn" },
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     });
     const out = await waitForOutput(server, /API key:\s+\S+/);
     expect(out).toContain(`API:          http://localhost:${port}/api`);
-    expect(out).toContain("RTMP ingest:  rtmp://localhost:19350/live/<streamKey>");
+    expect(out).toContain(`RTMP ingest:  rtmp://localhost:${rtmpPort}/live/<streamKey>`);
     expect(out).toMatch(/ffmpeg: +(\/\S+ \(from (FFMPEG_PATH|PATH|@ffmpeg-installer\/ffmpeg)\)|not found)/);
     const firstKey = /API key:\s+(\S+)/.exec(out)![1]!;
 
@@ -86,7 +87,7 @@ describe("npm start and the cli", () => {
     // The server itself, without npm in between: SIGTERM goes straight to the PID we started.
     server = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
       cwd: ROOT,
-      env: { ...process.env, DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn" },
+      env: { ...process.env, DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "warn" },
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     });

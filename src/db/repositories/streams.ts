@@ -193,7 +193,18 @@ export class StreamsRepository {
     })();
   }
 
-  /** Parent streams marked active: after a crash, these are the ones to set idle. */
+  /**
+   * isActive of a parent and its child stream object together (spec 3.1). Only the session
+   * manager calls this: it alone knows when the playback URL works.
+   */
+  setActive(ids: string[], active: boolean, at = Date.now()): void {
+    const stmt = this.sql("UPDATE streams SET is_active = ?, last_seen = MAX(last_seen, ?) WHERE id = ?");
+    this.db.transaction(() => {
+      for (const id of ids) stmt.run(active ? 1 : 0, at, id);
+    })();
+  }
+
+  /** Streams marked active: after a crash, these are the ones to set idle. */
   listActive(): StreamRecord[] {
     return (this.sql("SELECT * FROM streams WHERE is_active = 1").all() as Row[]).map(toStreamRecord);
   }

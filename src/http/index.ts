@@ -1,0 +1,1 @@
+export { hlsRouter } from "./hls";

@@ -1,0 +1,1 @@
+export { RtmpIngest, INGEST_APP, streamKeyFromPath, type IngestHandlers } from "./rtmpIngest";

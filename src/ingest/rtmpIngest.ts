@@ -1,0 +1,132 @@
+import net from "node:net";
+import type { Logger } from "../log";
+
+// node-media-server 2.7.4, pinned: its `reject()` inside prePublish refuses a publisher
+// cleanly (no postPublish, the client is disconnected at once), `donePublish` fires as soon as
+// a publisher leaves, and players pulling the stream get end-of-stream then, so the pipeline's
+// ffmpeg exits 0 with its playlists complete. 4.x has none of these. 2.7.4 cannot bind an
+// address, so we run its RTMP sessions on a net.Server of our own (which also reports the
+// port actually bound); sessions and events still come from its shared context.
+/* eslint-disable @typescript-eslint/no-require-imports */
+const NodeRtmpSession = require("node-media-server/src/node_rtmp_session") as new (config: unknown, socket: net.Socket) => NmsSession;
+const nmsContext = require("node-media-server/src/node_core_ctx") as { sessions: Map<string, NmsSession>; nodeEvent: import("node:events").EventEmitter };
+const nmsLogger = require("node-media-server/src/node_core_logger") as { setLogType(type: number): void };
+/* eslint-enable @typescript-eslint/no-require-imports */
+
+interface NmsSession {
+  id: string;
+  ip: string;
+  isLocal: boolean;
+  socket: net.Socket;
+  run(): void;
+  reject(): void;
+  stop(): void;
+}
+
+// Our own log carries what matters; node-media-server's console output would only add noise.
+nmsLogger.setLogType(0);
+
+const NMS_CONFIG = { rtmp: { chunk_size: 60000, gop_cache: true, ping: 30, ping_timeout: 60 } };
+
+export const INGEST_APP = "live";
+
+export interface IngestHandlers {
+  /**
+   * Decides on a publish while the publisher waits: undefined accepts, a string is the
+   * reason for refusing. Must be synchronous: 2.7.4 only honours a reject made right away.
+   */
+  admit(streamKey: string, publisherId: string): string | undefined;
+  onPublishStart(publisherId: string, streamKey: string): void;
+  onPublishEnd(publisherId: string): void;
+}
+
+/** `/live/<key>` → the key; anything else is not a stream of ours. */
+export function streamKeyFromPath(streamPath: string): string | undefined {
+  const m = /^\/([^/]+)\/([^/?]+)$/.exec(streamPath);
+  return m && m[1] === INGEST_APP ? m[2] : undefined;
+}
+
+export class RtmpIngest {
+  private server: net.Server | undefined;
+  /** node-media-server's context is process-wide: these are the sessions of this server. */
+  private readonly ours = new Map<string, NmsSession>();
+  private readonly listeners: [string, (...args: string[]) => void][] = [];
+
+  constructor(
+    private readonly handlers: IngestHandlers,
+    private readonly log: Logger,
+  ) {}
+
+  async listen(port: number, host: string): Promise<number> {
+    this.on("prePublish", (id: string, streamPath: string) => this.prePublish(id, streamPath));
+    this.on("postPublish", (id: string, streamPath: string) => {
+      const key = this.ours.has(id) ? streamKeyFromPath(streamPath) : undefined;
+      if (key) this.handlers.onPublishStart(id, key);
+    });
+    this.on("donePublish", (id: string) => {
+      if (this.ours.has(id)) this.handlers.onPublishEnd(id);
+    });
+    this.on("prePlay", (id: string) => this.prePlay(id));
+    this.on("doneConnect", (id: string) => this.ours.delete(id));
+
+    const server = net.createServer((socket) => {
+      const session = new NodeRtmpSession(NMS_CONFIG, socket);
+      this.ours.set(session.id, session);
+      session.run();
+    });
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(port, host, () => {
+        server.off("error", reject);
+        server.on("error", (err) => this.log.error({ err }, "RTMP server error"));
+        resolve();
+      });
+    });
+    return (server.address() as net.AddressInfo).port;
+  }
+
+  /** Disconnects a publisher at once (suspend, delete, a dead pipeline). */
+  disconnect(publisherId: string): void {
+    this.ours.get(publisherId)?.reject();
+  }
+
+  async close(): Promise<void> {
+    for (const [event, listener] of this.listeners) nmsContext.nodeEvent.off(event, listener);
+    this.listeners.length = 0;
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const session of [...this.ours.values()]) session.stop();
+    this.ours.clear();
+    await closed;
+  }
+
+  private on(event: string, listener: (...args: string[]) => void): void {
+    nmsContext.nodeEvent.on(event, listener);
+    this.listeners.push([event, listener]);
+  }
+
+  private prePublish(id: string, streamPath: string): void {
+    const session = this.ours.get(id);
+    if (!session) return;
+    const key = streamKeyFromPath(streamPath);
+    const refusal = key === undefined ? `publish to ${INGEST_APP}/<stream key> only` : this.handlers.admit(key, id);
+    if (refusal !== undefined) {
+      // The key itself is a secret: never logged.
+      this.log.info({ publisherId: id, ip: session.ip, reason: refusal }, "publish refused");
+      session.reject();
+    }
+  }
+
+  /** Only this machine (the pipeline) may pull streams over RTMP; viewers use HLS. */
+  private prePlay(id: string): void {
+    const session = this.ours.get(id);
+    if (!session) return;
+    if (!session.isLocal && session.socket.remoteAddress !== session.socket.localAddress) {
+      this.log.info({ ip: session.ip }, "RTMP play refused: viewers play HLS");
+      session.reject();
+    }
+  }
+}

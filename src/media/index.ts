@@ -1,0 +1,4 @@
+export { locateFfmpeg, type FfmpegLocation } from "./ffmpegLocator";
+export { ProcessRegistry, spawnSupervised, type ProcessEnd, type SupervisedProcess } from "./supervisedProcess";
+export { loadLadder, renditionLadder, type Rendition } from "./ladder";
+export { buildLiveArgs } from "./liveArgs";

@@ -1,0 +1,57 @@
+import fs from "node:fs";
+import path from "node:path";
+import { z } from "zod";
+import type { Profile } from "../db";
+
+const LADDER_DIR = path.resolve(__dirname, "../../ffmpeg-profiles");
+
+const ladderFile = z.object({
+  description: z.string().optional(),
+  profiles: z.array(
+    z.object({
+      name: z.string().min(1),
+      bitrate: z.number().int().positive(),
+      fps: z.number().int().positive(),
+      width: z.number().int().positive(),
+      height: z.number().int().positive(),
+    }),
+  ),
+});
+
+/** A named ladder from `ffmpeg-profiles/<name>.json` (`default`: 720p, 480p, 360p). */
+export function loadLadder(name = "default", dir = LADDER_DIR): Profile[] {
+  if (!/^[\w-]+$/.test(name)) throw new Error(`invalid ladder name "${name}"`);
+  const file = path.join(dir, `${name}.json`);
+  const parsed = ladderFile.safeParse(JSON.parse(fs.readFileSync(file, "utf8")));
+  if (!parsed.success) throw new Error(`${file}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
+  return parsed.data.profiles;
+}
+
+/** What one output of the live pipeline is. */
+export interface Rendition {
+  /** Folder and variant index: `0`, `1`, … */
+  index: number;
+  /** The profile name, or `source` for passthrough. */
+  name: string;
+  /** null: copy the source as it is. */
+  encode: { width: number; height: number; fps: number; bitrate: number; gopFrames: number } | null;
+}
+
+/** H.264 in 4:2:0 needs even dimensions: a profile asking for 853x480 gets 852x480. */
+export const even = (n: number) => Math.max(2, n - (n % 2));
+
+/** Profiles → the renditions to produce; no profiles means passthrough (spec 1). */
+export function renditionLadder(profiles: Profile[], segmentSeconds: number): Rendition[] {
+  if (profiles.length === 0) return [{ index: 0, name: "source", encode: null }];
+  return profiles.map((p, index) => ({
+    index,
+    name: p.name,
+    encode: {
+      width: even(p.width),
+      height: even(p.height),
+      fps: p.fps,
+      bitrate: p.bitrate,
+      gopFrames: Math.max(1, Math.round(p.fps * segmentSeconds)),
+    },
+  }));
+}

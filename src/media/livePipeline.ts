@@ -1,0 +1,222 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { SegmentCounters } from "../db";
+import type { Logger } from "../log";
+import { audioCodecString, avcCodecFromSegment, parseInputStreams, type InputStreams } from "./codecs";
+import type { Rendition } from "./ladder";
+import { buildLiveArgs, variantDir, variantPlaylist } from "./liveArgs";
+import { buildMasterPlaylist, parseMediaPlaylist, withEndlist, type Variant } from "./playlists";
+import { spawnSupervised, type ProcessEnd, type ProcessRegistry, type SupervisedProcess } from "./supervisedProcess";
+
+export const AUDIO_BITRATE = 128_000;
+
+export interface LivePipelineOptions {
+  ffmpegPath: string;
+  inputUrl: string;
+  /** `<DATA_DIR>/hls/<playbackId>`: the master playlist goes here as index.m3u8. */
+  outDir: string;
+  renditions: Rendition[];
+  segmentSeconds: number;
+  listSize: number;
+  segmentPrefix: string;
+  log: Logger;
+  registry: ProcessRegistry;
+  /** The master playlist and a first segment of every rendition exist. */
+  onPlayable(): void;
+  /** New segments since the last report. */
+  onProgress(delta: SegmentCounters): void;
+  /** ffmpeg is gone and the playlists are final. Called once. */
+  onEnded(end: ProcessEnd): void;
+}
+
+interface VariantState {
+  rendition: Rendition;
+  lastSeq: number;
+  first?: { bytes: number; duration: number; codec?: string };
+}
+
+/**
+ * One live session's media: a single ffmpeg pulling the published stream from the local
+ * RTMP server into HLS, watched through the playlists it writes (the files are the truth of
+ * what a player can fetch). Counts segments as they appear, writes the master playlist once
+ * every rendition has its first segment, and leaves every playlist ended when ffmpeg stops.
+ */
+export class LivePipeline {
+  private process: SupervisedProcess | undefined;
+  private readonly variants: VariantState[];
+  private readonly watchers: fs.FSWatcher[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private inputLog = "";
+  private playable = false;
+  private finished = false;
+  private markDone!: () => void;
+  /** Resolves once the pipeline has ended and its playlists are final. */
+  readonly done = new Promise<void>((resolve) => (this.markDone = resolve));
+
+  constructor(private readonly o: LivePipelineOptions) {
+    this.variants = o.renditions.map((rendition) => ({ rendition, lastSeq: -1 }));
+  }
+
+  get isPlayable(): boolean {
+    return this.playable;
+  }
+
+  get pid(): number | undefined {
+    return this.process?.pid;
+  }
+
+  start(): void {
+    // A new session starts from a clean folder: no segment of an earlier session stays listed.
+    fs.rmSync(this.o.outDir, { recursive: true, force: true });
+    for (const v of this.variants) fs.mkdirSync(variantDir(this.o.outDir, v.rendition), { recursive: true });
+
+    this.process = spawnSupervised(this.o.registry, {
+      command: this.o.ffmpegPath,
+      args: buildLiveArgs({ ...this.o, audioBitrate: AUDIO_BITRATE }),
+      log: this.o.log,
+      name: "ffmpeg live",
+      onStderrLine: (line) => {
+        if (this.inputLog.length < 20_000) this.inputLog += line + "\n";
+      },
+    });
+    for (const v of this.variants) {
+      try {
+        // inotify wakes the scan as soon as a playlist is renamed into place.
+        this.watchers.push(fs.watch(variantDir(this.o.outDir, v.rendition), () => this.scanSoon()));
+      } catch {
+        // the interval below still finds every segment
+      }
+    }
+    this.timer = setInterval(() => this.scan(), 1000);
+    void this.process.ended.then((end) => this.finish(end));
+  }
+
+  /** Stops ffmpeg (it finishes its playlists) and resolves once the pipeline has ended. */
+  async stop(graceMs = 3000): Promise<void> {
+    if (!this.process) return;
+    await this.process.stop(graceMs);
+    await this.done;
+  }
+
+  private scanPending = false;
+  private scanSoon(): void {
+    if (this.scanPending || this.finished) return;
+    this.scanPending = true;
+    setImmediate(() => {
+      this.scanPending = false;
+      this.scan();
+    });
+  }
+
+  /** Reads each variant playlist and reports the segments that appeared since the last scan. */
+  private scan(): void {
+    const delta: SegmentCounters = { sourceSegments: 0, sourceSegmentsDuration: 0, transcodedSegments: 0, transcodedSegmentsDuration: 0, sourceBytes: 0, transcodedBytes: 0 };
+    let any = false;
+    for (const v of this.variants) {
+      const dir = variantDir(this.o.outDir, v.rendition);
+      let text: string;
+      try {
+        text = fs.readFileSync(variantPlaylist(this.o.outDir, v.rendition), "utf8");
+      } catch {
+        continue;
+      }
+      for (const seg of parseMediaPlaylist(text).segments) {
+        if (seg.seq <= v.lastSeq) continue;
+        v.lastSeq = seg.seq;
+        const bytes = fileSize(path.join(dir, seg.uri));
+        if (!v.first) v.first = { bytes, duration: seg.duration, codec: readCodec(path.join(dir, seg.uri)) };
+        any = true;
+        // The first rendition stands for the source: one source segment per segment period.
+        if (v.rendition.index === 0) {
+          delta.sourceSegments++;
+          delta.sourceSegmentsDuration += seg.duration;
+          if (!v.rendition.encode) delta.sourceBytes += bytes;
+        }
+        if (v.rendition.encode) {
+          delta.transcodedSegments++;
+          delta.transcodedSegmentsDuration += seg.duration;
+          delta.transcodedBytes += bytes;
+        }
+      }
+    }
+    if (any) this.o.onProgress(delta);
+    if (!this.playable && !this.finished && this.variants.every((v) => v.first)) {
+      this.writeMaster();
+      this.playable = true;
+      this.o.onPlayable();
+    }
+  }
+
+  private writeMaster(): void {
+    const input: InputStreams = parseInputStreams(this.inputLog);
+    const audio = audioCodecString(input.audio);
+    const variants: Variant[] = this.variants.map((v) => {
+      const e = v.rendition.encode;
+      const measured = v.first && v.first.duration > 0 ? (v.first.bytes * 8) / v.first.duration : 0;
+      const nominal = e ? e.bitrate + (input.audio ? AUDIO_BITRATE : 0) : 0;
+      const codecs = [v.first?.codec, e ? (input.audio ? "mp4a.40.2" : undefined) : audio].filter((c): c is string => !!c);
+      return {
+        uri: `${v.rendition.index}/index.m3u8`,
+        name: v.rendition.name,
+        bandwidth: Math.max(nominal, measured) || 1,
+        width: e ? e.width : input.video?.width,
+        height: e ? e.height : input.video?.height,
+        frameRate: e ? e.fps : input.video?.fps,
+        codecs,
+      };
+    });
+    writeAtomically(path.join(this.o.outDir, "index.m3u8"), buildMasterPlaylist(variants));
+  }
+
+  private finish(end: ProcessEnd): void {
+    if (this.finished) return;
+    this.scan();
+    this.finished = true;
+    clearInterval(this.timer);
+    for (const w of this.watchers) w.close();
+    // ffmpeg writes #EXT-X-ENDLIST when it ends cleanly; after a crash or a kill, we do.
+    for (const v of this.variants) {
+      const file = variantPlaylist(this.o.outDir, v.rendition);
+      try {
+        const text = fs.readFileSync(file, "utf8");
+        const ended = withEndlist(text);
+        if (ended !== text) writeAtomically(file, ended);
+      } catch {
+        // no playlist was written: nothing to end
+      }
+    }
+    if (!this.playable) fs.rmSync(this.o.outDir, { recursive: true, force: true });
+    this.markDone();
+    this.o.onEnded(end);
+  }
+}
+
+function fileSize(file: string): number {
+  try {
+    return fs.statSync(file).size;
+  } catch {
+    return 0;
+  }
+}
+
+function readCodec(file: string): string | undefined {
+  try {
+    const fd = fs.openSync(file, "r");
+    try {
+      const buf = Buffer.alloc(64 * 1024);
+      const n = fs.readSync(fd, buf, 0, buf.length, 0);
+      return avcCodecFromSegment(buf.subarray(0, n));
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return undefined;
+  }
+}
+
+/** Readers never see a half-written playlist: write aside, then rename over. */
+export function writeAtomically(file: string, text: string): void {
+  const tmp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(tmp, text);
+  fs.renameSync(tmp, file);
+}

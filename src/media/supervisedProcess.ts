@@ -1,0 +1,130 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import readline from "node:readline";
+import type { Logger } from "../log";
+
+/** How a supervised process ended: always known, always logged. */
+export interface ProcessEnd {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The last lines it wrote to stderr: the reason, when it failed. */
+  stderrTail: string[];
+  durationMs: number;
+  /** We asked it to stop (stop/kill), as opposed to it exiting on its own. */
+  requested: boolean;
+}
+
+export interface SupervisedProcessOptions {
+  command: string;
+  args: string[];
+  /** Logged with every line about this process (e.g. streamId, sessionId). */
+  log: Logger;
+  name: string;
+  onStdoutLine?(line: string): void;
+  onStderrLine?(line: string): void;
+  tailLines?: number;
+}
+
+/**
+ * The one way onair runs a child process (ffmpeg): spawned with piped output, its stderr
+ * tail kept, its end logged with exit code and reason, registered so that shutdown can stop
+ * every process that is still running. Idempotent `stop()`; `ended` resolves exactly once.
+ */
+export class SupervisedProcess {
+  readonly ended: Promise<ProcessEnd>;
+  readonly pid: number | undefined;
+  private readonly child: ChildProcess;
+  private readonly tail: string[] = [];
+  private readonly started = Date.now();
+  private stopRequested = false;
+  private exited = false;
+  private stopping: Promise<ProcessEnd> | undefined;
+
+  constructor(
+    private readonly opts: SupervisedProcessOptions,
+    private readonly registry: ProcessRegistry,
+  ) {
+    const max = opts.tailLines ?? 40;
+    this.child = spawn(opts.command, opts.args, { stdio: ["ignore", "pipe", "pipe"] });
+    this.pid = this.child.pid;
+    readline.createInterface({ input: this.child.stderr! }).on("line", (line) => {
+      this.tail.push(line);
+      if (this.tail.length > max) this.tail.shift();
+      opts.onStderrLine?.(line);
+    });
+    readline.createInterface({ input: this.child.stdout! }).on("line", (line) => opts.onStdoutLine?.(line));
+
+    this.ended = new Promise<ProcessEnd>((resolve) => {
+      const finish = (code: number | null, signal: NodeJS.Signals | null) => {
+        if (this.exited) return;
+        this.exited = true;
+        registry.remove(this);
+        const end: ProcessEnd = { code, signal, stderrTail: [...this.tail], durationMs: Date.now() - this.started, requested: this.stopRequested };
+        const fields = { process: opts.name, pid: this.pid, code, signal, durationMs: end.durationMs };
+        if (code === 0 || end.requested) opts.log.info(fields, `${opts.name} exited`);
+        else opts.log.warn({ ...fields, stderrTail: end.stderrTail.slice(-10) }, `${opts.name} failed`);
+        resolve(end);
+      };
+      // 'close' waits for stdio to drain, so the tail holds the last words; 'error' covers a
+      // binary that could not be spawned at all.
+      this.child.once("close", finish);
+      this.child.once("error", (err) => {
+        this.tail.push(String(err));
+        finish(null, null);
+      });
+    });
+    registry.add(this);
+    opts.log.debug({ process: opts.name, pid: this.pid, args: opts.args.join(" ") }, `${opts.name} started`);
+  }
+
+  get running(): boolean {
+    return !this.exited;
+  }
+
+  /**
+   * Asks the process to finish (SIGINT: ffmpeg then writes its trailers, e.g. #EXT-X-ENDLIST)
+   * and kills it if it has not exited after `graceMs`.
+   */
+  stop(graceMs = 3000): Promise<ProcessEnd> {
+    if (!this.stopping) {
+      this.stopRequested = true;
+      if (!this.exited) this.child.kill("SIGINT");
+      const timer = setTimeout(() => this.kill(), graceMs);
+      this.stopping = this.ended.finally(() => clearTimeout(timer));
+    }
+    return this.stopping;
+  }
+
+  kill(): void {
+    this.stopRequested = true;
+    if (!this.exited) this.child.kill("SIGKILL");
+  }
+}
+
+/** Every process the service has running, so that nothing outlives the service. */
+export class ProcessRegistry {
+  private readonly running = new Set<SupervisedProcess>();
+
+  add(p: SupervisedProcess): void {
+    this.running.add(p);
+  }
+
+  remove(p: SupervisedProcess): void {
+    this.running.delete(p);
+  }
+
+  get size(): number {
+    return this.running.size;
+  }
+
+  pids(): number[] {
+    return [...this.running].map((p) => p.pid).filter((pid): pid is number => pid !== undefined);
+  }
+
+  async stopAll(graceMs = 3000): Promise<void> {
+    await Promise.all([...this.running].map((p) => p.stop(graceMs)));
+  }
+}
+
+export function spawnSupervised(registry: ProcessRegistry, opts: SupervisedProcessOptions): SupervisedProcess {
+  return new SupervisedProcess(opts, registry);
+}

@@ -1,0 +1,2 @@
+export { SessionManager, type SessionManagerDeps } from "./manager";
+export type { LiveSession, EndReason } from "./liveSession";

@@ -1,0 +1,116 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { LiveControl } from "../api";
+import type { IngestHandlers } from "../ingest";
+import { variantPlaylist } from "../media/liveArgs";
+import { writeAtomically } from "../media/livePipeline";
+import { withEndlist } from "../media/playlists";
+import { LiveSession, type LiveSessionDeps } from "./liveSession";
+
+export type SessionManagerDeps = Omit<LiveSessionDeps, "ffmpegPath"> & { ffmpegPath: string | undefined };
+
+/**
+ * The hub of live media (STYLE.md): ingest asks it to admit and start publishes, the API asks
+ * it to interrupt them. It is the only place that starts and stops pipelines and the only
+ * writer of isActive.
+ */
+export class SessionManager implements IngestHandlers, LiveControl {
+  private readonly byStream = new Map<string, LiveSession>();
+  private readonly byPublisher = new Map<string, LiveSession>();
+  private shuttingDown = false;
+
+  constructor(private readonly deps: SessionManagerDeps) {}
+
+  get liveCount(): number {
+    return this.byStream.size;
+  }
+
+  admit(streamKey: string): string | undefined {
+    if (this.shuttingDown) return "the server is shutting down";
+    if (!this.deps.ffmpegPath) return "ffmpeg is not available on this server";
+    const stream = this.deps.store.streams.getByStreamKey(streamKey);
+    if (!stream) return "unknown stream key";
+    if (stream.suspended) return `stream ${stream.id} is suspended`;
+    if (this.byStream.has(stream.id)) return `stream ${stream.id} is already live`;
+    return undefined;
+  }
+
+  onPublishStart(publisherId: string, streamKey: string): void {
+    const stream = this.deps.store.streams.getByStreamKey(streamKey);
+    // admit() ran a moment ago, synchronously: this only guards against a stream deleted since.
+    if (!stream || this.byStream.has(stream.id)) {
+      this.deps.disconnectPublisher(publisherId);
+      return;
+    }
+    const live = new LiveSession(stream, publisherId, { ...this.deps, ffmpegPath: this.deps.ffmpegPath! }, (s) => this.forget(s));
+    this.byStream.set(stream.id, live);
+    this.byPublisher.set(publisherId, live);
+    live.start();
+  }
+
+  onPublishEnd(publisherId: string): void {
+    this.byPublisher.get(publisherId)?.publisherGone();
+  }
+
+  /** Suspend and delete end the live session at once (spec 4.1, DESIGN.md). */
+  interrupt(streamId: string, reason: "suspended" | "deleted"): void {
+    void this.byStream.get(streamId)?.stop(reason);
+  }
+
+  /** The live session of a stream, if any (tests, metrics). */
+  liveSession(streamId: string): LiveSession | undefined {
+    return this.byStream.get(streamId);
+  }
+
+  /**
+   * At start: a previous run that died left streams marked active and sessions open. Their
+   * publishers are gone with it, so close them now, end their playlists, and raise the
+   * stream.idle that their stream.started is owed.
+   */
+  recoverAfterCrash(): number {
+    const { store, log, events } = this.deps;
+    const open = store.sessions.listOpen();
+    for (const s of open) {
+      const child = store.streams.get(s.id);
+      const parent = store.streams.get(s.parentId) ?? null;
+      const wasLive = child?.isActive === true;
+      store.sessions.end(s.id, Math.max(s.lastSeen, s.createdAt));
+      store.streams.setActive([s.parentId, s.id], false);
+      if (parent?.playbackId) endPlaylists(path.join(this.deps.hlsDir, parent.playbackId));
+      if (wasLive) events.raise("stream.idle", s.parentId, { sessionId: s.id });
+      log.warn({ streamId: s.parentId, sessionId: s.id }, "closed a session left open by a previous run");
+    }
+    for (const s of store.streams.listActive()) store.streams.setActive([s.id], false);
+    return open.length;
+  }
+
+  /** Ends every live session (publishers disconnected, playlists ended, stream.idle raised). */
+  async shutdown(): Promise<void> {
+    this.shuttingDown = true;
+    await Promise.all([...this.byStream.values()].map((s) => s.stop("shutdown")));
+  }
+
+  private forget(s: LiveSession): void {
+    if (this.byStream.get(s.stream.id) === s) this.byStream.delete(s.stream.id);
+    this.byPublisher.delete(s.publisherId);
+  }
+}
+
+/** Appends #EXT-X-ENDLIST to every variant playlist left in a stream's HLS folder. */
+function endPlaylists(outDir: string): void {
+  let entries: string[];
+  try {
+    entries = fs.readdirSync(outDir);
+  } catch {
+    return;
+  }
+  for (const entry of entries.filter((e) => /^\d+$/.test(e))) {
+    const file = variantPlaylist(outDir, { index: Number(entry) });
+    try {
+      const text = fs.readFileSync(file, "utf8");
+      if (withEndlist(text) !== text) writeAtomically(file, withEndlist(text));
+    } catch {
+      // no playlist in that folder
+    }
+  }
+}

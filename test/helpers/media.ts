@@ -1,0 +1,81 @@
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+
+export const FFMPEG = process.env.FFMPEG_PATH || "ffmpeg";
+export const FFPROBE = process.env.FFPROBE_PATH || "ffprobe";
+
+export interface Push {
+  child: ChildProcess;
+  /** Exit code (or signal) and how long after the start it came. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; afterMs: number; stderr: string }>;
+}
+
+/**
+ * Pushes a few seconds of testsrc2 + sine over RTMP with 1 s keyframes, as OBS would
+ * (../shared/tools/push-test-stream), in real time.
+ */
+export function pushTestStream(url: string, opts: { seconds?: number; size?: string; fps?: number; codec?: string[] } = {}): Push {
+  const { seconds = 4, size = "320x180", fps = 30 } = opts;
+  const video = opts.codec ?? ["-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", String(fps), "-keyint_min", String(fps), "-pix_fmt", "yuv420p", "-b:v", "500k"];
+  const args = [
+    "-hide_banner", "-nostdin", "-loglevel", "warning", "-re",
+    "-f", "lavfi", "-i", `testsrc2=size=${size}:rate=${fps}`,
+    "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+    "-t", String(seconds), ...video, "-c:a", "aac", "-b:a", "64k", "-ar", "48000", "-f", "flv", url,
+  ];
+  const started = Date.now();
+  const child = spawn(FFMPEG, args, { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; afterMs: number; stderr: string }>((resolve) =>
+    child.once("close", (code, signal) => resolve({ code, signal, afterMs: Date.now() - started, stderr })),
+  );
+  return { child, exited };
+}
+
+/** Polls `check` until it returns a truthy value (returned), or fails after `timeoutMs`. */
+export async function waitFor<T>(what: string, check: () => T | Promise<T>, timeoutMs = 20_000, everyMs = 100): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export interface ProbedStream {
+  codec_type: string;
+  codec_name: string;
+  width?: number;
+  height?: number;
+}
+
+/**
+ * ffprobe of a URL or file: its streams and duration. Asynchronous: the server under test
+ * runs in this process and must keep answering ffprobe's requests.
+ */
+export function probe(target: string): Promise<{ streams: ProbedStream[]; duration: number }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(FFPROBE, ["-v", "error", "-show_entries", "stream=codec_type,codec_name,width,height:format=duration", "-of", "json", target]);
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (c: Buffer) => (out += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (err += c.toString()));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    child.once("close", (code) => {
+      clearTimeout(timer);
+      if (code !== 0) return reject(new Error(`ffprobe ${target} failed (${code}): ${err}`));
+      const json = JSON.parse(out) as { streams: ProbedStream[]; format: { duration?: string } };
+      resolve({ streams: json.streams, duration: Number(json.format.duration ?? 0) });
+    });
+  });
+}
+
+/** PIDs of ffmpeg processes whose command line mentions `needle` (e.g. a data dir). */
+export function ffmpegPidsMentioning(needle: string): number[] {
+  const res = spawnSync("ps", ["-eo", "pid=,args="], { encoding: "utf8" });
+  return res.stdout
+    .split("\n")
+    .filter((l) => l.includes("ffmpeg") && l.includes(needle))
+    .map((l) => Number(l.trim().split(/\s+/)[0]));
+}

@@ -1,0 +1,134 @@
+import { audioCodecString, avcCodecFromSegment, parseInputStreams } from "../../src/media/codecs";
+import { even, loadLadder, renditionLadder } from "../../src/media/ladder";
+import { buildLiveArgs } from "../../src/media/liveArgs";
+import { buildMasterPlaylist, parseMediaPlaylist, withEndlist } from "../../src/media/playlists";
+import { streamKeyFromPath } from "../../src/ingest";
+
+const P = (name: string, width: number, height: number, fps = 30, bitrate = 1_000_000) => ({ name, width, height, fps, bitrate });
+
+describe("renditionLadder", () => {
+  it("no profiles: one passthrough rendition", () => {
+    expect(renditionLadder([], 2)).toEqual([{ index: 0, name: "source", encode: null }]);
+  });
+
+  it("one rendition per profile, even sizes, a GOP of one segment", () => {
+    const r = renditionLadder([P("720p", 1280, 720), P("odd", 853, 481, 25, 500_000)], 2);
+    expect(r.map((x) => x.name)).toEqual(["720p", "odd"]);
+    expect(r[0]!.encode).toEqual({ width: 1280, height: 720, fps: 30, bitrate: 1_000_000, gopFrames: 60 });
+    expect(r[1]!.encode).toEqual({ width: 852, height: 480, fps: 25, bitrate: 500_000, gopFrames: 50 });
+    expect(even(1)).toBe(2);
+  });
+
+  it("the default ladder is 720p, 480p, 360p", () => {
+    expect(loadLadder("default").map((p) => [p.name, p.width, p.height])).toEqual([
+      ["720p", 1280, 720],
+      ["480p", 854, 480],
+      ["360p", 640, 360],
+    ]);
+    expect(() => loadLadder("../etc/passwd")).toThrow(/invalid ladder name/);
+  });
+});
+
+describe("buildLiveArgs", () => {
+  const base = { inputUrl: "rtmp://127.0.0.1:1935/live/k", outDir: "/d/hls/p", segmentSeconds: 2, listSize: 6, segmentPrefix: "abcd", audioBitrate: 128000 };
+
+  it("passthrough copies the source into one HLS output, audio optional", () => {
+    const args = buildLiveArgs({ ...base, renditions: renditionLadder([], 2) });
+    expect(args).not.toContain("-filter_complex");
+    expect(args.join(" ")).toContain("-i rtmp://127.0.0.1:1935/live/k -map 0:v:0 -map 0:a:0? -c copy -f hls -hls_time 2 -hls_list_size 6");
+    expect(args.slice(-3)).toEqual(["-hls_segment_filename", "/d/hls/p/0/abcd_%05d.ts", "/d/hls/p/0/index.m3u8"]);
+    expect(args).not.toContain("libx264");
+  });
+
+  it("decodes once and splits into every profile with size, fps, bitrate and aligned keyframes", () => {
+    const args = buildLiveArgs({ ...base, renditions: renditionLadder([P("720p", 1280, 720, 30, 3_000_000), P("360p", 640, 360, 15, 800_000)], 2) });
+    expect(args.filter((a) => a === "-i")).toHaveLength(1);
+    const graph = args[args.indexOf("-filter_complex") + 1]!;
+    expect(graph).toBe(
+      "[0:v:0]split=2[s0][s1];" +
+        "[s0]fps=30,scale=w=1280:h=720:force_original_aspect_ratio=decrease,pad=1280:720:(ow-iw)/2:(oh-ih)/2,setsar=1[o0];" +
+        "[s1]fps=15,scale=w=640:h=360:force_original_aspect_ratio=decrease,pad=640:360:(ow-iw)/2:(oh-ih)/2,setsar=1[o1]",
+    );
+    const text = args.join(" ");
+    expect(text).toContain("-map [o0] -map 0:a:0? -c:v libx264");
+    expect(text).toContain("-b:v 3000000 -maxrate 3000000 -bufsize 6000000 -g 60 -keyint_min 60 -sc_threshold 0 -force_key_frames expr:gte(t,n_forced*2)");
+    expect(text).toContain("-b:v 800000 -maxrate 800000 -bufsize 1600000 -g 30 -keyint_min 30");
+    expect(text).toContain("-c:a aac -b:a 128000");
+    expect(args.filter((a) => a === "-f").length).toBe(2);
+    expect(text).toContain("/d/hls/p/1/abcd_%05d.ts /d/hls/p/1/index.m3u8");
+    expect(text).not.toContain("var_stream_map");
+  });
+});
+
+describe("playlists", () => {
+  const live = "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-TARGETDURATION:2\n#EXT-X-MEDIA-SEQUENCE:7\n#EXTINF:2.000000,\na_00007.ts\n#EXTINF:1.5,\na_00008.ts\n";
+
+  it("parses segments with their sequence numbers", () => {
+    expect(parseMediaPlaylist(live)).toEqual({
+      mediaSequence: 7,
+      ended: false,
+      segments: [
+        { uri: "a_00007.ts", duration: 2, seq: 7 },
+        { uri: "a_00008.ts", duration: 1.5, seq: 8 },
+      ],
+    });
+    expect(parseMediaPlaylist(withEndlist(live)).ended).toBe(true);
+    expect(parseMediaPlaylist("")).toEqual({ mediaSequence: 0, ended: false, segments: [] });
+  });
+
+  it("ends a playlist once", () => {
+    const ended = withEndlist(live);
+    expect(ended.endsWith("a_00008.ts\n#EXT-X-ENDLIST\n")).toBe(true);
+    expect(withEndlist(ended)).toBe(ended);
+  });
+
+  it("builds a master playlist, highest bandwidth first", () => {
+    const text = buildMasterPlaylist([
+      { uri: "1/index.m3u8", name: "360p", bandwidth: 900_000.4, width: 640, height: 360, codecs: ["avc1.64001e", "mp4a.40.2"], frameRate: 30 },
+      { uri: "0/index.m3u8", name: "720p", bandwidth: 3_100_000, width: 1280, height: 720, codecs: ["avc1.64001f", "mp4a.40.2"], frameRate: 30 },
+    ]);
+    expect(text).toBe(
+      "#EXTM3U\n#EXT-X-VERSION:6\n#EXT-X-INDEPENDENT-SEGMENTS\n" +
+        '#EXT-X-STREAM-INF:BANDWIDTH=3100000,RESOLUTION=1280x720,CODECS="avc1.64001f,mp4a.40.2",FRAME-RATE=30.000,NAME="720p"\n0/index.m3u8\n' +
+        '#EXT-X-STREAM-INF:BANDWIDTH=900000,RESOLUTION=640x360,CODECS="avc1.64001e,mp4a.40.2",FRAME-RATE=30.000,NAME="360p"\n1/index.m3u8\n',
+    );
+  });
+});
+
+describe("codecs", () => {
+  it("reads avc1.PPCCLL from the SPS in a TS packet", () => {
+    const ts = Buffer.concat([Buffer.from([0x47, 0x41, 0x00, 0x10, 0, 0, 0, 1, 0x09, 0xf0]), Buffer.from([0, 0, 0, 1, 0x67, 0x64, 0x00, 0x1f, 0xac]), Buffer.alloc(20)]);
+    expect(avcCodecFromSegment(ts)).toBe("avc1.64001f");
+    expect(avcCodecFromSegment(Buffer.from([0, 0, 1, 0x67, 0x4d, 0x40, 0x1e, 0]))).toBe("avc1.4d401e");
+    expect(avcCodecFromSegment(Buffer.alloc(100))).toBeUndefined();
+  });
+
+  it("parses ffmpeg's description of an RTMP input", () => {
+    const log = [
+      "Input #0, flv, from 'rtmp://127.0.0.1:1935/live/k':",
+      "  Duration: 00:00:00.00, start: 0.000000, bitrate: N/A",
+      "  Stream #0:0: Audio: aac (LC), 48000 Hz, stereo, fltp, 128 kb/s",
+      "  Stream #0:1: Video: h264 (Constrained Baseline), yuv420p(progressive), 1280x720, 2500 kb/s, 30 fps, 30 tbr, 1k tbn",
+      "Output #0, hls, to 'out.m3u8':",
+      "  Stream #0:0: Video: h264, yuv420p, 640x360",
+    ].join("\n");
+    expect(parseInputStreams(log)).toEqual({
+      audio: { codec: "aac", profile: "LC" },
+      video: { codec: "h264", profile: "Constrained Baseline", width: 1280, height: 720, fps: 30 },
+    });
+    expect(audioCodecString({ codec: "aac", profile: "LC" })).toBe("mp4a.40.2");
+    expect(audioCodecString({ codec: "aac", profile: "HE-AAC" })).toBe("mp4a.40.5");
+    expect(audioCodecString({ codec: "mp3" })).toBe("mp4a.40.34");
+    expect(audioCodecString({ codec: "opus" })).toBeUndefined();
+    expect(audioCodecString(undefined)).toBeUndefined();
+  });
+});
+
+describe("streamKeyFromPath", () => {
+  it.each([
+    ["/live/abcd-efgh-ijkl-mnop", "abcd-efgh-ijkl-mnop"],
+    ["/other/abcd", undefined],
+    ["/live/", undefined],
+    ["/live/a/b", undefined],
+  ])("%s → %s", (p, key) => expect(streamKeyFromPath(p)).toBe(key));
+});
