@@ -75,6 +75,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     segmentSeconds: config.hlsSegmentSeconds,
     listSize: config.hlsListSize,
     disconnectPublisher: (id) => ingest?.disconnect(id),
+    observers: [],
   });
   sessions.recoverAfterCrash();
   ingest = new RtmpIngest(sessions, log);

@@ -5,6 +5,8 @@ import type { Logger } from "../log";
 export interface LiveControl {
   /** Ends the stream's live session at once, if it has one (suspend, delete). */
   interrupt(streamId: string, reason: "suspended" | "deleted"): void;
+  /** The stream's settings changed (e.g. multistream targets), possibly while it is live. */
+  streamChanged(streamId: string): void;
 }
 
 export interface ApiDeps {

@@ -5,6 +5,7 @@ import type { Logger } from "../log";
 import { renditionLadder } from "../media/ladder";
 import { LivePipeline } from "../media/livePipeline";
 import type { ProcessEnd, ProcessRegistry } from "../media/supervisedProcess";
+import type { LiveSessionInfo, LiveSessionObserver } from "./observer";
 
 export interface LiveSessionDeps {
   store: Store;
@@ -18,6 +19,7 @@ export interface LiveSessionDeps {
   segmentSeconds: number;
   listSize: number;
   disconnectPublisher(publisherId: string): void;
+  observers: LiveSessionObserver[];
 }
 
 export type EndReason = "publisher left" | "suspended" | "deleted" | "pipeline failed" | "shutdown";
@@ -31,6 +33,7 @@ const PUBLISHER_GONE_GRACE_MS = 1200;
  */
 export class LiveSession {
   readonly session: SessionRecord;
+  readonly info: LiveSessionInfo;
   private readonly pipeline: LivePipeline;
   private readonly log: Logger;
   private started = false;
@@ -48,11 +51,21 @@ export class LiveSession {
   ) {
     this.session = deps.store.sessions.start(stream);
     this.log = deps.log.child({ streamId: stream.id, sessionId: this.session.id });
+    this.info = {
+      streamId: stream.id,
+      sessionId: this.session.id,
+      userId: stream.userId,
+      playbackId: stream.playbackId!,
+      hlsDir: path.join(deps.hlsDir, stream.playbackId!),
+      renditions: renditionLadder(this.session.profiles, deps.segmentSeconds),
+      sourceUrl: deps.rtmpInputUrl(stream.streamKey!),
+      log: this.log,
+    };
     this.pipeline = new LivePipeline({
       ffmpegPath: deps.ffmpegPath,
-      inputUrl: deps.rtmpInputUrl(stream.streamKey!),
-      outDir: path.join(deps.hlsDir, stream.playbackId!),
-      renditions: renditionLadder(this.session.profiles, deps.segmentSeconds),
+      inputUrl: this.info.sourceUrl,
+      outDir: this.info.hlsDir,
+      renditions: this.info.renditions,
       segmentSeconds: deps.segmentSeconds,
       listSize: deps.listSize,
       segmentPrefix: this.session.id.slice(0, 8),
@@ -97,6 +110,7 @@ export class LiveSession {
     this.deps.store.streams.setActive([this.stream.id, this.session.id], true);
     this.log.info("stream is live: HLS playable");
     this.deps.events.raise("stream.started", this.stream.id, { sessionId: this.session.id });
+    for (const o of this.deps.observers) o.sessionLive(this.info);
   }
 
   private ended(end: ProcessEnd): void {
@@ -108,7 +122,10 @@ export class LiveSession {
     const s = store.sessions.get(this.session.id)!;
     this.log.info({ reason, durationSeconds: s.sourceSegmentsDuration, segments: s.sourceSegments }, "live session ended");
     // stream.idle pairs with stream.started: exactly one for each.
-    if (this.started) this.deps.events.raise("stream.idle", this.stream.id, { sessionId: this.session.id });
+    if (this.started) {
+      for (const o of this.deps.observers) o.sessionEnded(this.info);
+      this.deps.events.raise("stream.idle", this.stream.id, { sessionId: this.session.id });
+    }
     if (this.publisherConnected) {
       // The pipeline died under a live publisher: disconnect it, so that it reconnects into
       // a fresh session instead of pushing into nothing.

@@ -52,6 +52,12 @@ export class SessionManager implements IngestHandlers, LiveControl {
     this.byPublisher.get(publisherId)?.publisherGone();
   }
 
+  /** The stream's settings changed: observers of a live session may need to act. */
+  streamChanged(streamId: string): void {
+    if (!this.byStream.get(streamId)?.isLive) return;
+    for (const o of this.deps.observers) o.streamChanged?.(streamId);
+  }
+
   /** Suspend and delete end the live session at once (spec 4.1, DESIGN.md). */
   interrupt(streamId: string, reason: "suspended" | "deleted"): void {
     void this.byStream.get(streamId)?.stop(reason);

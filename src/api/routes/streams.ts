@@ -111,6 +111,7 @@ export function streamRoutes(deps: ApiDeps): Route[] {
           });
         })();
         if (body.suspended === true) deps.live.interrupt(s.id, "suspended");
+        else if (body.multistream || body.profiles !== undefined) deps.live.streamChanged(s.id);
         return { status: 204 };
       },
     }),

@@ -62,6 +62,8 @@ export function targetRoutes(deps: ApiDeps): Route[] {
       handle: ({ userId, params, body }) => {
         const t = owned(userId, params.id!);
         store.targets.update(t.id, { name: body.name, url: body.url, disabled: body.disabled });
+        // A live stream pushing to this target starts, stops or redirects its push.
+        for (const stream of store.streamTargets.streamsReferencing(t.id)) deps.live.streamChanged(stream.id);
         return { status: 204 };
       },
     }),

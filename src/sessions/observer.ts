@@ -1,0 +1,31 @@
+import type { Logger } from "../log";
+import type { Rendition } from "../media/ladder";
+
+/** What other modules (multistream, recordings) need to know about a live session. */
+export interface LiveSessionInfo {
+  streamId: string;
+  sessionId: string;
+  userId: string;
+  playbackId: string;
+  /** `<DATA_DIR>/hls/<playbackId>`: rendition i's live playlist is `<hlsDir>/<i>/index.m3u8`. */
+  hlsDir: string;
+  renditions: Rendition[];
+  /** The published stream on the local RTMP server (the source, as it arrives). */
+  sourceUrl: string;
+  /** Carries streamId and sessionId on every line. */
+  log: Logger;
+}
+
+/**
+ * Told about live sessions by the session manager: the way modules add work to a live
+ * session (pushes to destinations, recordings) without the manager knowing them.
+ * Methods must not throw; failures are theirs to log and report.
+ */
+export interface LiveSessionObserver {
+  /** The session's HLS plays (isActive just turned true). */
+  sessionLive(info: LiveSessionInfo): void;
+  /** The session has ended (isActive is false); stop what was started for it. */
+  sessionEnded(info: LiveSessionInfo): void;
+  /** The stream's settings changed while live (e.g. its multistream targets). */
+  streamChanged?(streamId: string): void;
+}
