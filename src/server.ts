@@ -6,9 +6,10 @@ import { publicUrl, rtmpPublicUrl, type Config } from "./config";
 import { openStore, type Store } from "./db";
 import { startEvents, type EventSink, type RunningEvents } from "./events";
 import type { Logger } from "./log";
-import { hlsRouter } from "./http";
+import { hlsRouter, recordingsRouter } from "./http";
 import { INGEST_APP, RtmpIngest } from "./ingest";
 import { locateFfmpeg, ProcessRegistry, type FfmpegLocation } from "./media";
+import { finalizeHandler, FINALIZE_QUEUE, Recorder, type FinalizeJob } from "./recordings";
 import { SessionManager } from "./sessions";
 
 export interface RunningServer {
@@ -57,8 +58,20 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const stopEvents = () => running.stop();
   // --- end of events ---
 
-  // --- live media: RTMP ingest → session manager → one ffmpeg pipeline per session ---
   const processes = new ProcessRegistry();
+
+  // --- recordings: segments of recorded sessions kept, finalized by a queue job ---
+  const recordingsDir = path.join(config.dataDir, "recordings");
+  const recorder = new Recorder({
+    store,
+    events,
+    recordingsDir,
+    enqueueFinalize: (sessionId) => running.queue.enqueue<FinalizeJob>(FINALIZE_QUEUE, { id: `finalize-${sessionId}`, data: { sessionId } }),
+  });
+  recorder.recoverAfterCrash();
+  // --- end of recordings ---
+
+  // --- live media: RTMP ingest → session manager → one ffmpeg pipeline per session ---
   const hlsDir = path.join(config.dataDir, "hls");
   // The pipeline pulls from the local RTMP server; a wildcard bind is reached on loopback.
   const rtmpHost = ["0.0.0.0", "::", ""].includes(config.host) ? "127.0.0.1" : config.host;
@@ -75,7 +88,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     segmentSeconds: config.hlsSegmentSeconds,
     listSize: config.hlsListSize,
     disconnectPublisher: (id) => ingest?.disconnect(id),
-    observers: [],
+    observers: [recorder],
   });
   sessions.recoverAfterCrash();
   ingest = new RtmpIngest(sessions, log);
@@ -88,7 +101,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   }
   // --- end of live media ---
 
-  const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, live: sessions }, [hlsRouter(store, hlsDir)]);
+  const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, live: sessions }, [
+    hlsRouter(store, hlsDir),
+    recordingsRouter(store, recordingsDir),
+  ]);
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -97,6 +113,12 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   });
   const port = (server.address() as AddressInfo).port;
   resolvedPublicUrl = publicUrl(config, port);
+  // Finalize only once PUBLIC_URL is known: recording.ready carries the recording's URLs.
+  running.queue.process<FinalizeJob>(
+    FINALIZE_QUEUE,
+    finalizeHandler({ store, events, log, registry: processes, ffmpegPath: ffmpeg?.path, recordingsDir, publicUrl: () => resolvedPublicUrl }),
+    { concurrency: 1 },
+  );
 
   let stopped: Promise<void> | undefined;
   return {

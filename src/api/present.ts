@@ -48,6 +48,7 @@ export function presentSession(s: SessionRecord, publicUrl: string): SessionJson
   const recording: Partial<SessionJson> = {};
   if (s.record && s.recordingStatus) {
     recording.recordingStatus = s.recordingStatus;
+    if (s.recordingStatus === "failed" && s.recordingError) recording.recordingError = s.recordingError;
     if (s.recordingStatus === "ready") {
       const urls = recordingUrls(publicUrl, s.id);
       Object.assign(recording, { recordingUrl: urls.recordingUrl, mp4Url: urls.mp4Url, mp4URL: urls.mp4Url });

@@ -1,1 +1,2 @@
 export { hlsRouter } from "./hls";
+export { recordingsRouter } from "./recordings";

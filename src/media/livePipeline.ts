@@ -25,6 +25,8 @@ export interface LivePipelineOptions {
   onPlayable(): void;
   /** New segments since the last report. */
   onProgress(delta: SegmentCounters): void;
+  /** Each new segment, complete on disk, in the order of its rendition's playlist. */
+  onSegment?(segment: { rendition: Rendition; file: string; uri: string; duration: number; seq: number; bytes: number }): void;
   /** ffmpeg is gone and the playlists are final. Called once. */
   onEnded(end: ProcessEnd): void;
 }
@@ -123,8 +125,10 @@ export class LivePipeline {
       for (const seg of parseMediaPlaylist(text).segments) {
         if (seg.seq <= v.lastSeq) continue;
         v.lastSeq = seg.seq;
-        const bytes = fileSize(path.join(dir, seg.uri));
-        if (!v.first) v.first = { bytes, duration: seg.duration, codec: readCodec(path.join(dir, seg.uri)) };
+        const file = path.join(dir, seg.uri);
+        const bytes = fileSize(file);
+        if (!v.first) v.first = { bytes, duration: seg.duration, codec: readCodec(file) };
+        this.o.onSegment?.({ rendition: v.rendition, file, uri: seg.uri, duration: seg.duration, seq: seg.seq, bytes });
         any = true;
         // The first rendition stands for the source: one source segment per segment period.
         if (v.rendition.index === 0) {

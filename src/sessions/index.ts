@@ -1,3 +1,3 @@
 export { SessionManager, type SessionManagerDeps } from "./manager";
 export type { LiveSession, EndReason } from "./liveSession";
-export type { LiveSessionInfo, LiveSessionObserver } from "./observer";
+export type { LiveSessionInfo, LiveSessionObserver, WrittenSegment } from "./observer";

@@ -73,6 +73,9 @@ export class LiveSession {
       registry: deps.registry,
       onPlayable: () => this.playable(),
       onProgress: (delta) => deps.store.sessions.addProgress(this.session.id, delta),
+      onSegment: (segment) => {
+        for (const o of deps.observers) o.segmentWritten?.(this.info, segment);
+      },
       onEnded: (end) => this.ended(end),
     });
   }
@@ -122,10 +125,8 @@ export class LiveSession {
     const s = store.sessions.get(this.session.id)!;
     this.log.info({ reason, durationSeconds: s.sourceSegmentsDuration, segments: s.sourceSegments }, "live session ended");
     // stream.idle pairs with stream.started: exactly one for each.
-    if (this.started) {
-      for (const o of this.deps.observers) o.sessionEnded(this.info);
-      this.deps.events.raise("stream.idle", this.stream.id, { sessionId: this.session.id });
-    }
+    if (this.started) this.deps.events.raise("stream.idle", this.stream.id, { sessionId: this.session.id });
+    for (const o of this.deps.observers) o.sessionEnded(this.info);
     if (this.publisherConnected) {
       // The pipeline died under a live publisher: disconnect it, so that it reconnects into
       // a fresh session instead of pushing into nothing.

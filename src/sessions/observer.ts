@@ -1,6 +1,18 @@
 import type { Logger } from "../log";
 import type { Rendition } from "../media/ladder";
 
+export interface WrittenSegment {
+  rendition: Rendition;
+  /** Absolute path of the segment file. */
+  file: string;
+  /** Its name in the playlist. */
+  uri: string;
+  /** seconds */
+  duration: number;
+  seq: number;
+  bytes: number;
+}
+
 /** What other modules (multistream, recordings) need to know about a live session. */
 export interface LiveSessionInfo {
   streamId: string;
@@ -24,8 +36,13 @@ export interface LiveSessionInfo {
 export interface LiveSessionObserver {
   /** The session's HLS plays (isActive just turned true). */
   sessionLive(info: LiveSessionInfo): void;
-  /** The session has ended (isActive is false); stop what was started for it. */
+  /**
+   * The session has ended (isActive is false, or it never became live): stop what was started
+   * for it. Called once for every session, live or not.
+   */
   sessionEnded(info: LiveSessionInfo): void;
+  /** A new segment of a rendition is complete on disk (listed in its live playlist). */
+  segmentWritten?(info: LiveSessionInfo, segment: WrittenSegment): void;
   /** The stream's settings changed while live (e.g. its multistream targets). */
   streamChanged?(streamId: string): void;
 }

@@ -26,6 +26,7 @@ export const sessionObject = z
     recordingUrl: z.string().optional().describe("HLS playlist of the recording"),
     mp4Url: z.string().optional(),
     mp4URL: z.string().optional().describe("same as mp4Url"),
+    recordingError: z.string().optional().describe("why a recording failed"),
   })
   .meta({ id: "Session" });
 

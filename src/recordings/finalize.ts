@@ -1,0 +1,104 @@
+import fs from "node:fs";
+import path from "node:path";
+import { presentSession, recordingUrls } from "../api/present";
+import type { Store } from "../db";
+import type { EventSink } from "../events";
+import type { Logger } from "../log";
+import { writeAtomically } from "../media/livePipeline";
+import { buildMasterPlaylist, parseMediaPlaylist } from "../media/playlists";
+import { spawnSupervised, type ProcessRegistry } from "../media/supervisedProcess";
+import { RetryLater, type Job } from "../queue";
+import type { FinalizeJob } from "./recorder";
+import { bestVariant, buildMp4RemuxArgs, buildVodPlaylist } from "./vod";
+
+export const FINALIZE_ATTEMPTS = 3;
+
+export interface FinalizeDeps {
+  store: Store;
+  events: EventSink;
+  log: Logger;
+  registry: ProcessRegistry;
+  ffmpegPath: string | undefined;
+  recordingsDir: string;
+  publicUrl(): string;
+}
+
+/**
+ * The finalize job: close every rendition's playlist as VOD, make sure a master playlist
+ * exists, remux the best rendition into output.mp4, then `ready` and recording.ready. A failed
+ * remux is tried again; after the last try the recording is `failed` with the reason.
+ */
+export function finalizeHandler(deps: FinalizeDeps) {
+  return async (job: Job<FinalizeJob>): Promise<void> => {
+    const { store } = deps;
+    const session = store.sessions.get(job.data.sessionId);
+    if (!session || session.recordingStatus === "ready" || session.recordingStatus === "failed") return;
+    const log = deps.log.child({ streamId: session.parentId, sessionId: session.id, attempt: job.attempt });
+    const dir = path.join(deps.recordingsDir, session.id);
+    const started = Date.now();
+    try {
+      const master = closePlaylists(dir);
+      const best = bestVariant(master);
+      if (!best) throw new Error("the recording has no playable rendition");
+      await remux(deps, log, path.join(dir, best), path.join(dir, "output.mp4"));
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      if (job.attempt < FINALIZE_ATTEMPTS) {
+        log.warn({ reason }, "recording finalize failed; will try again");
+        throw new RetryLater(2000 * 2 ** (job.attempt - 1), reason);
+      }
+      store.sessions.setRecordingStatus(session.id, "failed", reason);
+      log.error({ reason, attempts: job.attempt }, "recording finalize failed for good: recording marked failed");
+      return;
+    }
+    const urls = recordingUrls(deps.publicUrl(), session.id);
+    store.db.transaction(() => {
+      store.sessions.setRecordingStatus(session.id, "ready");
+      const ready = store.sessions.get(session.id)!;
+      deps.events.raise("recording.ready", session.parentId, {
+        sessionId: session.id,
+        recordingUrl: urls.recordingUrl,
+        mp4Url: urls.mp4Url,
+        session: presentSession(ready, deps.publicUrl()),
+      });
+    })();
+    log.info({ ms: Date.now() - started }, "recording ready");
+  };
+}
+
+/**
+ * Rewrites each rendition's playlist as VOD (only segments whose files exist) and returns the
+ * master playlist, writing one from the renditions if the live one was never copied.
+ */
+export function closePlaylists(dir: string): string {
+  const variants = fs.existsSync(dir) ? fs.readdirSync(dir).filter((e) => /^\d+$/.test(e)).sort((a, b) => Number(a) - Number(b)) : [];
+  const stats: { index: string; bandwidth: number }[] = [];
+  for (const v of variants) {
+    const file = path.join(dir, v, "index.m3u8");
+    if (!fs.existsSync(file)) continue;
+    const segments = parseMediaPlaylist(fs.readFileSync(file, "utf8")).segments.filter((s) => fs.existsSync(path.join(dir, v, s.uri)));
+    if (segments.length === 0) continue;
+    writeAtomically(file, buildVodPlaylist(segments, true));
+    const bytes = segments.reduce((n, s) => n + fs.statSync(path.join(dir, v, s.uri)).size, 0);
+    const seconds = segments.reduce((n, s) => n + s.duration, 0);
+    stats.push({ index: v, bandwidth: seconds > 0 ? (bytes * 8) / seconds : 1 });
+  }
+  const masterFile = path.join(dir, "index.m3u8");
+  const listed = (text: string) => stats.some((s) => text.includes(`${s.index}/index.m3u8`));
+  if (fs.existsSync(masterFile) && listed(fs.readFileSync(masterFile, "utf8"))) return fs.readFileSync(masterFile, "utf8");
+  const master = buildMasterPlaylist(stats.map((s) => ({ uri: `${s.index}/index.m3u8`, name: s.index, bandwidth: s.bandwidth })));
+  if (stats.length > 0) writeAtomically(masterFile, master);
+  return master;
+}
+
+async function remux(deps: FinalizeDeps, log: Logger, playlist: string, output: string): Promise<void> {
+  if (!deps.ffmpegPath) throw new Error("ffmpeg is not available on this server");
+  const tmp = `${output}.tmp`;
+  const p = spawnSupervised(deps.registry, { command: deps.ffmpegPath, args: buildMp4RemuxArgs(playlist, tmp), log, name: "ffmpeg remux" });
+  const end = await p.ended;
+  if (end.code !== 0) {
+    fs.rmSync(tmp, { force: true });
+    throw new Error(`MP4 remux failed (ffmpeg exit ${end.code ?? end.signal}): ${end.stderrTail.slice(-3).join(" | ") || "no output"}`);
+  }
+  fs.renameSync(tmp, output);
+}

@@ -1,0 +1,2 @@
+export { Recorder, FINALIZE_QUEUE, type FinalizeJob } from "./recorder";
+export { finalizeHandler, FINALIZE_ATTEMPTS } from "./finalize";

@@ -1,0 +1,134 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { Store } from "../db";
+import type { EventSink } from "../events";
+import { writeAtomically } from "../media/livePipeline";
+import type { LiveSessionInfo, LiveSessionObserver, WrittenSegment } from "../sessions";
+import { buildVodPlaylist, type RecordedSegment } from "./vod";
+
+export const FINALIZE_QUEUE = "recording-finalize";
+
+export interface FinalizeJob {
+  sessionId: string;
+}
+
+export interface RecorderDeps {
+  store: Store;
+  events: EventSink;
+  /** `<DATA_DIR>/recordings` */
+  recordingsDir: string;
+  /** Enqueues the finalize job (durable: the embedded queue writes it in the same database). */
+  enqueueFinalize(sessionId: string): void;
+}
+
+/** One recorded session's files as they are captured. */
+class SessionRecording {
+  readonly variants = new Map<number, RecordedSegment[]>();
+
+  constructor(readonly dir: string) {}
+
+  get segmentCount(): number {
+    let n = 0;
+    for (const list of this.variants.values()) n += list.length;
+    return n;
+  }
+}
+
+/**
+ * Records sessions whose `record` was on when they started (spec 3.2): every segment the live
+ * pipeline completes is hard-linked into `recordings/<sessionId>/<rendition>/` and appended to
+ * that rendition's playlist. The recording is a by-product of the single live encode: no
+ * second decode or encode, and what was captured stays playable whatever happens next.
+ */
+export class Recorder implements LiveSessionObserver {
+  /** null: the session is not recorded. */
+  private readonly sessions = new Map<string, SessionRecording | null>();
+
+  constructor(private readonly deps: RecorderDeps) {}
+
+  segmentWritten(info: LiveSessionInfo, segment: WrittenSegment): void {
+    let rec = this.sessions.get(info.sessionId);
+    if (rec === undefined) {
+      const recorded = this.deps.store.sessions.get(info.sessionId)?.record === true;
+      rec = recorded ? new SessionRecording(path.join(this.deps.recordingsDir, info.sessionId)) : null;
+      this.sessions.set(info.sessionId, rec);
+    }
+    if (!rec) return;
+    try {
+      const dir = path.join(rec.dir, String(segment.rendition.index));
+      fs.mkdirSync(dir, { recursive: true });
+      linkOrCopy(segment.file, path.join(dir, segment.uri));
+      const list = rec.variants.get(segment.rendition.index) ?? [];
+      list.push({ uri: segment.uri, duration: segment.duration });
+      rec.variants.set(segment.rendition.index, list);
+      writeAtomically(path.join(dir, "index.m3u8"), buildVodPlaylist(list, false));
+    } catch (err) {
+      // A full or failing disk loses this segment from the recording, not the live stream.
+      info.log.error({ err, segment: segment.uri }, "could not record a segment");
+    }
+  }
+
+  /**
+   * The stream is active and every rendition has its first segment recorded: recording has
+   * started on an active stream (spec 3.3). The live master playlist describes the recording's
+   * renditions as well.
+   */
+  sessionLive(info: LiveSessionInfo): void {
+    const rec = this.sessions.get(info.sessionId);
+    if (!rec) return;
+    info.log.info({ dir: rec.dir }, "recording started");
+    this.deps.events.raise("recording.started", info.streamId, { sessionId: info.sessionId });
+    try {
+      fs.copyFileSync(path.join(info.hlsDir, "index.m3u8"), path.join(rec.dir, "index.m3u8"));
+    } catch (err) {
+      info.log.warn({ err }, "could not copy the master playlist into the recording; finalize will write one");
+    }
+  }
+
+  sessionEnded(info: LiveSessionInfo): void {
+    const rec = this.sessions.get(info.sessionId);
+    this.sessions.delete(info.sessionId);
+    if (rec === null) return;
+    const session = this.deps.store.sessions.get(info.sessionId);
+    if (!session?.record) return;
+    if (!rec || rec.segmentCount === 0) {
+      this.deps.store.sessions.setRecordingStatus(info.sessionId, "failed", "no media was received, so nothing was recorded");
+      info.log.warn("recorded session ended without any media: no recording");
+      return;
+    }
+    this.markWaiting(info.streamId, info.sessionId);
+    info.log.info({ segments: rec.segmentCount }, "recording waiting for finalize");
+  }
+
+  /**
+   * After a crash: sessions that were recording when the previous run died. What was captured
+   * is on disk; finalize makes it a recording.
+   */
+  recoverAfterCrash(): void {
+    for (const s of this.deps.store.sessions.listOpen()) {
+      if (!s.record) continue;
+      if (fs.existsSync(path.join(this.deps.recordingsDir, s.id))) this.markWaiting(s.parentId, s.id);
+      else this.deps.store.sessions.setRecordingStatus(s.id, "failed", "the server stopped before anything was recorded");
+    }
+  }
+
+  /** waiting + recording.waiting + the finalize job, in one transaction: none without the others. */
+  private markWaiting(streamId: string, sessionId: string): void {
+    const { store } = this.deps;
+    store.db.transaction(() => {
+      store.sessions.setRecordingStatus(sessionId, "waiting");
+      this.deps.events.raise("recording.waiting", streamId, { sessionId });
+      this.deps.enqueueFinalize(sessionId);
+    })();
+  }
+}
+
+/** Same file system: a hard link costs nothing and survives the live window's deletion. */
+function linkOrCopy(from: string, to: string): void {
+  try {
+    fs.linkSync(from, to);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return;
+    fs.copyFileSync(from, to);
+  }
+}

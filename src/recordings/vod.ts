@@ -1,0 +1,54 @@
+// Recording playlists and the MP4 remux: pure functions.
+
+export interface RecordedSegment {
+  uri: string;
+  /** seconds */
+  duration: number;
+}
+
+/**
+ * A recording's media playlist. While the session is live it is an EVENT playlist that only
+ * grows; once finalized it is a VOD playlist with its end (a player can seek all of it).
+ */
+export function buildVodPlaylist(segments: RecordedSegment[], ended: boolean): string {
+  const target = Math.max(1, Math.ceil(Math.max(0, ...segments.map((s) => s.duration))));
+  const lines = [
+    "#EXTM3U",
+    "#EXT-X-VERSION:6",
+    `#EXT-X-TARGETDURATION:${target}`,
+    "#EXT-X-MEDIA-SEQUENCE:0",
+    `#EXT-X-PLAYLIST-TYPE:${ended ? "VOD" : "EVENT"}`,
+    "#EXT-X-INDEPENDENT-SEGMENTS",
+  ];
+  for (const s of segments) lines.push(`#EXTINF:${s.duration.toFixed(6)},`, s.uri);
+  if (ended) lines.push("#EXT-X-ENDLIST");
+  return lines.join("\n") + "\n";
+}
+
+/** The variant a master playlist lists with the highest BANDWIDTH: the one to make the MP4 of. */
+export function bestVariant(master: string): string | undefined {
+  let best: { uri: string; bandwidth: number } | undefined;
+  const lines = master.split(/\r?\n/);
+  lines.forEach((line, i) => {
+    const m = /^#EXT-X-STREAM-INF:.*\bBANDWIDTH=(\d+)/.exec(line);
+    const uri = lines[i + 1]?.trim();
+    if (m && uri && !uri.startsWith("#") && (!best || Number(m[1]) > best.bandwidth)) best = { uri, bandwidth: Number(m[1]) };
+  });
+  return best?.uri;
+}
+
+/**
+ * HLS → MP4 without re-encoding (`-c copy`), the moov atom first (`+faststart`) so players can
+ * start and seek before the whole file has arrived. Written aside, renamed when complete.
+ */
+export function buildMp4RemuxArgs(playlist: string, output: string): string[] {
+  return [
+    "-hide_banner", "-nostdin", "-loglevel", "error",
+    "-i", playlist,
+    "-map", "0:v?", "-map", "0:a?", "-c", "copy",
+    // ADTS AAC in TS becomes MP4's raw AAC (older ffmpeg builds do not insert it themselves).
+    "-bsf:a", "aac_adtstoasc",
+    "-movflags", "+faststart",
+    "-f", "mp4", "-y", output,
+  ];
+}
