@@ -12,6 +12,7 @@ import type { FinalizeJob } from "./recorder";
 import { bestVariant, buildMp4RemuxArgs, buildVodPlaylist } from "./vod";
 
 export const FINALIZE_ATTEMPTS = 3;
+const REMUX_TIMEOUT_MS = 50_000;
 
 export interface FinalizeDeps {
   store: Store;
@@ -95,7 +96,10 @@ async function remux(deps: FinalizeDeps, log: Logger, playlist: string, output: 
   if (!deps.ffmpegPath) throw new Error("ffmpeg is not available on this server");
   const tmp = `${output}.tmp`;
   const p = spawnSupervised(deps.registry, { command: deps.ffmpegPath, args: buildMp4RemuxArgs(playlist, tmp), log, name: "ffmpeg remux" });
-  const end = await p.ended;
+  // A copy remux runs at disk speed (60 s of 720p in about 0.25 s here); one that takes longer
+  // than the queue's job lease is stuck, and must not hold the job.
+  const timer = setTimeout(() => p.kill(), REMUX_TIMEOUT_MS);
+  const end = await p.ended.finally(() => clearTimeout(timer));
   if (end.code !== 0) {
     fs.rmSync(tmp, { force: true });
     throw new Error(`MP4 remux failed (ffmpeg exit ${end.code ?? end.signal}): ${end.stderrTail.slice(-3).join(" | ") || "no output"}`);
