@@ -4,7 +4,7 @@ import type { Logger } from "../log";
 /** What the API may ask of live sessions; it never touches ingest or ffmpeg itself. */
 export interface LiveControl {
   /** Ends the stream's live session at once, if it has one (suspend, delete). */
-  interrupt(streamId: string, reason: "suspended" | "deleted"): void;
+  interrupt(streamId: string, reason: "suspended" | "deleted" | "terminated"): void;
   /** The stream's settings changed (e.g. multistream targets), possibly while it is live. */
   streamChanged(streamId: string): void;
 }

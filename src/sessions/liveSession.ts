@@ -22,7 +22,7 @@ export interface LiveSessionDeps {
   observers: LiveSessionObserver[];
 }
 
-export type EndReason = "publisher left" | "suspended" | "deleted" | "pipeline failed" | "shutdown";
+export type EndReason = "publisher left" | "suspended" | "deleted" | "terminated" | "pipeline failed" | "shutdown";
 
 /** How long ffmpeg gets to see end-of-stream and finish its playlists before it is stopped. */
 const PUBLISHER_GONE_GRACE_MS = 1200;

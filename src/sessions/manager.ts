@@ -59,7 +59,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
   }
 
   /** Suspend and delete end the live session at once (spec 4.1, DESIGN.md). */
-  interrupt(streamId: string, reason: "suspended" | "deleted"): void {
+  interrupt(streamId: string, reason: "suspended" | "deleted" | "terminated"): void {
     void this.byStream.get(streamId)?.stop(reason);
   }
 

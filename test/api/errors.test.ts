@@ -105,7 +105,7 @@ describe("OpenAPI", () => {
     const ops = Object.entries(doc.paths as Record<string, Record<string, unknown>>).flatMap(([p, m]) => Object.keys(m).map((k) => `${k.toUpperCase()} ${p}`));
     expect(ops.sort()).toEqual(
       [
-        "POST /stream", "GET /stream", "GET /stream/{id}", "PATCH /stream/{id}", "PATCH /stream/{id}/record", "DELETE /stream/{id}",
+        "POST /stream", "GET /stream", "GET /stream/{id}", "PATCH /stream/{id}", "PATCH /stream/{id}/record", "DELETE /stream/{id}", "DELETE /stream/{id}/terminate",
         "GET /session", "GET /session/{id}", "GET /stream/{parentId}/sessions",
         "POST /multistream/target", "GET /multistream/target", "GET /multistream/target/{id}", "PATCH /multistream/target/{id}", "DELETE /multistream/target/{id}",
         "POST /webhook", "GET /webhook", "GET /webhook/{id}", "PUT /webhook/{id}", "DELETE /webhook/{id}",

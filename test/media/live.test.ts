@@ -114,6 +114,19 @@ describe("RTMP ingest", () => {
     expect(session.isActive).toBe(false);
   });
 
+  it("terminate ends the live session; the publisher may come back", async () => {
+    const s = (await api("POST", "/stream", { name: "terminate me" })).body;
+    const push = pushTestStream(`${rtmp}/${s.streamKey}`, { seconds: 30 });
+    await waitFor("isActive", async () => (await getStream(s.id)).isActive);
+    expect((await api("DELETE", `/stream/${s.id}/terminate`)).status).toBe(204);
+    expect((await push.exited).code).not.toBe(0);
+    await waitFor("isActive false", async () => !(await getStream(s.id)).isActive, 3000);
+    const again = pushTestStream(`${rtmp}/${s.streamKey}`, { seconds: 2 });
+    await waitFor("isActive again", async () => (await getStream(s.id)).isActive);
+    expect((await again.exited).code).toBe(0);
+    expect((await api("DELETE", `/stream/${s.id}/terminate`)).status).toBe(204);
+  });
+
   it("passthrough keeps the source as it is", async () => {
     const s = (await api("POST", "/stream", { name: "passthrough" })).body;
     const push = pushTestStream(`${rtmp}/${s.streamKey}`, { seconds: 4, size: "426x240" });

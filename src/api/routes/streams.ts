@@ -133,6 +133,19 @@ export function streamRoutes(deps: ApiDeps): Route[] {
 
     route({
       method: "delete",
+      path: "/stream/:id/terminate",
+      tag: TAG,
+      summary: "End the stream's live session now (the publisher may reconnect; suspend to keep it out)",
+      responses: { 204: { description: "Terminated, or nothing was live" }, 400: { description: "A child stream object", schema: errorBody }, 404: notFoundResponse },
+      handle: ({ userId, params }) => {
+        const s = ownedParent(userId, params.id!, "historic child stream objects are read-only; terminate the parent stream");
+        deps.live.interrupt(s.id, "terminated");
+        return { status: 204 };
+      },
+    }),
+
+    route({
+      method: "delete",
       path: "/stream/:id",
       tag: TAG,
       summary: "Delete a stream (ends its live session, if any)",
