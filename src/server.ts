@@ -9,6 +9,7 @@ import type { Logger } from "./log";
 import { hlsRouter, recordingsRouter } from "./http";
 import { INGEST_APP, RtmpIngest } from "./ingest";
 import { locateFfmpeg, ProcessRegistry, type FfmpegLocation } from "./media";
+import { MultistreamManager } from "./multistream";
 import { finalizeHandler, FINALIZE_QUEUE, Recorder, type FinalizeJob } from "./recordings";
 import { SessionManager } from "./sessions";
 
@@ -77,6 +78,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const rtmpHost = ["0.0.0.0", "::", ""].includes(config.host) ? "127.0.0.1" : config.host;
   let ingest: RtmpIngest | undefined;
   let rtmpPort = config.rtmpPort;
+  // Pushes to multistream targets while a session is live. Shutdown ends every session first,
+  // which finishes their pushes; processes.stopAll below stops any still draining.
+  const multistream = new MultistreamManager({ store, events, log, registry: processes, ffmpegPath: ffmpeg?.path });
   const sessions = new SessionManager({
     store,
     events,
@@ -88,7 +92,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     segmentSeconds: config.hlsSegmentSeconds,
     listSize: config.hlsListSize,
     disconnectPublisher: (id) => ingest?.disconnect(id),
-    observers: [recorder],
+    observers: [recorder, multistream],
   });
   sessions.recoverAfterCrash();
   ingest = new RtmpIngest(sessions, log);

@@ -1,0 +1,389 @@
+// Multistream benchmark: `npm run bench:multistream`.
+//
+// What one multistream push costs, next to what its session already costs, measured in the same
+// run on one real onair server in this process:
+//   - N streams (BENCH_STREAMS, default 1) each publish a 720p30 H.264 + AAC clip (looped, paced
+//     by -re, as OBS would send it), transcoded into the default ladder (720p, 480p, 360p);
+//   - each stream references two targets: one `source` push (the published stream copied from
+//     the local RTMP server) and one rendition push (BENCH_RENDITION, default `720p`, the
+//     ladder's biggest: copied from that rendition's live HLS);
+//   - every target is a local listening ffmpeg that discards what it receives (`-c copy -f null`):
+//     destinations are the bench's cost, not onair's, and are not counted.
+// Once every push is connected (multistream.connected at a webhook receiver of the bench's own)
+// and a short warm-up has passed, the CPU time (user + system, /proc/<pid>/stat) of the
+// session's pipeline ffmpeg (the baseline), of the source push and of the rendition push is read
+// at the start and at the end of a window of BENCH_WINDOW seconds (default 20), and reported as
+// % of one core and as a fraction of the pipeline. A push that restarts during the window fails
+// the bench (its retries would be measured instead of its steady cost).
+//
+// Settings (environment): BENCH_STREAMS (default 1), BENCH_WINDOW seconds (default 20),
+// BENCH_SEGMENT_SECONDS (default 2), BENCH_RENDITION (default 720p). Linux only (/proc).
+
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import readline from "node:readline";
+import { loadConfig } from "../src/config";
+import { createLogger } from "../src/log";
+import { loadLadder } from "../src/media/ladder";
+import { startServer, type RunningServer } from "../src/server";
+
+const CLIP_SIZE = "1280x720";
+const CLIP_FPS = 30;
+const CLIP_SECONDS = 20;
+const CONNECT_TIMEOUT_MS = 30_000;
+/** After connecting, a push first sends the RTMP server's cached GOP (or its first segment) in a burst. */
+const WARMUP_MS = 3000;
+
+interface Settings {
+  streams: number;
+  windowSeconds: number;
+  segmentSeconds: number;
+  rendition: string;
+}
+
+function positiveIntFromEnv(name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n <= 0 || n > max) throw new Error(`${name} must be an integer from 1 to ${max}, got "${raw}"`);
+  return n;
+}
+
+function readSettings(): Settings {
+  return {
+    streams: positiveIntFromEnv("BENCH_STREAMS", 1, 16),
+    windowSeconds: positiveIntFromEnv("BENCH_WINDOW", 20),
+    segmentSeconds: positiveIntFromEnv("BENCH_SEGMENT_SECONDS", 2, 10),
+    rendition: process.env.BENCH_RENDITION || "720p",
+  };
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+// ---------------------------------------------------------------------------------------------
+// Processes this bench starts (clip encoder, publishers, destinations): tracked by PID until they
+// exit, so that a failure or a Ctrl-C leaves nothing running.
+
+const running = new Set<Child>();
+
+class Child {
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  private readonly proc: ChildProcess;
+  private readonly lines: string[] = [];
+  private done = false;
+
+  constructor(
+    readonly name: string,
+    command: string,
+    args: string[],
+  ) {
+    this.proc = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
+    running.add(this);
+    readline.createInterface({ input: this.proc.stderr! }).on("line", (line) => {
+      this.lines.push(line);
+      if (this.lines.length > 8) this.lines.shift();
+    });
+    this.exited = new Promise((resolve) => {
+      const finish = (code: number | null, signal: NodeJS.Signals | null) => {
+        if (this.done) return;
+        this.done = true;
+        running.delete(this);
+        resolve({ code, signal });
+      };
+      this.proc.once("close", finish);
+      this.proc.once("error", (err) => {
+        this.lines.push(String(err));
+        finish(null, null);
+      });
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.proc.pid;
+  }
+
+  describe(): string {
+    return `${this.name} (pid ${this.pid})${this.lines.length ? `: ${this.lines.slice(-4).join(" | ")}` : ""}`;
+  }
+
+  /** SIGINT, then SIGKILL after graceMs. */
+  async stop(graceMs = 3000): Promise<void> {
+    this.signal("SIGINT");
+    const timer = setTimeout(() => this.signal("SIGKILL"), graceMs);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  signal(sig: NodeJS.Signals): void {
+    if (this.done || this.pid === undefined) return;
+    try {
+      process.kill(this.pid, sig);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+async function makeClip(ffmpeg: string, dir: string): Promise<string> {
+  const file = path.join(dir, "clip-720p30.flv");
+  const c = new Child("clip encoder", ffmpeg, [
+    "-hide_banner", "-nostdin", "-loglevel", "error",
+    "-f", "lavfi", "-i", `testsrc2=size=${CLIP_SIZE}:rate=${CLIP_FPS}`,
+    "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+    "-t", String(CLIP_SECONDS),
+    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
+    "-b:v", "2500k", "-maxrate", "2500k", "-bufsize", "5000k",
+    "-g", String(CLIP_FPS), "-keyint_min", String(CLIP_FPS), "-sc_threshold", "0",
+    "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-ac", "2",
+    "-f", "flv", file,
+  ]);
+  if ((await c.exited).code !== 0) throw new Error(`could not make the test clip: ${c.describe()}`);
+  return file;
+}
+
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((resolve) => s.listen(0, "127.0.0.1", resolve));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+}
+
+/** Listening on 127.0.0.1:port, read from the kernel: a listening ffmpeg takes one connection only. */
+function listening(port: number): boolean {
+  const hex = `:${port.toString(16).toUpperCase().padStart(4, "0")}`;
+  return fs.readFileSync("/proc/net/tcp", "utf8").split("\n").slice(1).some((l) => {
+    const f = l.trim().split(/\s+/);
+    return f[1]?.endsWith(hex) && f[3] === "0A";
+  });
+}
+
+/** A destination that takes one publisher and throws the media away. */
+async function startDestination(ffmpeg: string, name: string): Promise<{ url: string; child: Child }> {
+  const port = await freePort();
+  const url = `rtmp://127.0.0.1:${port}/app/${name}`;
+  const child = new Child(`destination ${name}`, ffmpeg, ["-hide_banner", "-nostdin", "-nostats", "-loglevel", "error", "-listen", "1", "-i", url, "-c", "copy", "-f", "null", "-"]);
+  const deadline = Date.now() + 10_000;
+  while (!listening(port)) {
+    if (Date.now() > deadline) throw new Error(`${child.describe()} is not listening after 10 s`);
+    await sleep(20);
+  }
+  return { url, child };
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU from /proc
+
+const CLK_TCK = (() => {
+  const n = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout);
+  return Number.isInteger(n) && n > 0 ? n : 100;
+})();
+
+/** CPU seconds (user + system) a process has used; undefined once it is gone. */
+function cpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    // After the command name (which may hold spaces): utime and stime are fields 14 and 15.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+  } catch {
+    return undefined;
+  }
+}
+
+function commandLine(pid: number): string[] {
+  try {
+    return fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+  } catch {
+    return [];
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+interface BenchStream {
+  name: string;
+  id: string;
+  playbackId: string;
+  sourceUrl: string;
+  renditionUrl: string;
+  /** The three processes measured, found once every push is connected. */
+  pids?: { pipeline: number; source: number; rendition: number };
+}
+
+let serverForCleanup: RunningServer | undefined;
+let workDir: string | undefined;
+
+function killEverything(): void {
+  for (const c of running) c.signal("SIGKILL");
+  for (const pid of serverForCleanup?.processes.pids() ?? []) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  if (workDir) fs.rmSync(workDir, { recursive: true, force: true });
+}
+
+function formatTable(head: string[], rows: string[][]): string {
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) => "  " + cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("   ");
+  return [line(head), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
+}
+
+async function main(): Promise<void> {
+  const settings = readSettings();
+  for (const sig of ["SIGINT", "SIGTERM"] as const) {
+    process.once(sig, () => {
+      process.stderr.write(`\n${sig}: stopping every process this bench started\n`);
+      killEverything();
+      process.exit(130);
+    });
+  }
+  const ladder = loadLadder("default");
+  if (!ladder.some((p) => p.name === settings.rendition)) {
+    throw new Error(`BENCH_RENDITION=${settings.rendition} is not in the default ladder (${ladder.map((p) => p.name).join(", ")})`);
+  }
+  workDir = fs.mkdtempSync(path.join(os.tmpdir(), "onair-bench-multistream-"));
+  const config = loadConfig({
+    DATA_DIR: path.join(workDir, "data"),
+    PORT: "0",
+    RTMP_PORT: "0",
+    HOST: "127.0.0.1",
+    LOG_LEVEL: "silent",
+    HLS_SEGMENT_SECONDS: String(settings.segmentSeconds),
+  });
+  const server = await startServer(config, createLogger("silent"));
+  serverForCleanup = server;
+  const events: { event: string; targetId: string; error?: string }[] = [];
+  const receiver = http.createServer((req, res) => {
+    let raw = "";
+    req.on("data", (c: Buffer) => (raw += c.toString()));
+    req.on("end", () => {
+      const body = JSON.parse(raw) as { event: string; payload: { target?: { id: string }; error?: string } };
+      if (body.payload.target) events.push({ event: body.event, targetId: body.payload.target.id, error: body.payload.error });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+
+  try {
+    if (!server.ffmpeg || !server.firstUser) throw new Error("the server found no ffmpeg, or the data directory was not empty");
+    const ffmpeg = server.ffmpeg.path;
+    const apiUrl = `http://127.0.0.1:${server.port}/api`;
+    const api = async (method: string, p: string, body: unknown) => {
+      const res = await fetch(apiUrl + p, { method, headers: { authorization: `Bearer ${server.firstUser!.apiKey}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+      const text = await res.text();
+      if (res.status >= 300) throw new Error(`${method} ${p} returned ${res.status}: ${text}`);
+      return JSON.parse(text) as { id: string; streamKey?: string; playbackId?: string };
+    };
+    const cpus = os.cpus();
+    process.stdout.write(
+      [
+        "",
+        "onair multistream benchmark",
+        `  machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? "unknown"}), load ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}; node ${process.version}; ` +
+          `${(spawnSync(ffmpeg, ["-version"], { encoding: "utf8" }).stdout ?? "").split("\n")[0]?.replace(/ Copyright.*$/, "")}`,
+        `  settings: BENCH_STREAMS=${settings.streams}, BENCH_WINDOW=${settings.windowSeconds} s, segment ${settings.segmentSeconds} s, rendition push: ${settings.rendition}`,
+        `  each stream: ${CLIP_SIZE}@${CLIP_FPS} H.264 2.5 Mb/s + AAC in; ladder ${ladder.map((p) => p.name).join("/")}; one source push and one ${settings.rendition} push to local RTMP listeners`,
+        "",
+      ].join("\n"),
+    );
+
+    process.stderr.write("making the test clip\n");
+    const clip = await makeClip(ffmpeg, workDir);
+    await api("POST", "/webhook", { name: "bench", url: `http://127.0.0.1:${(receiver.address() as net.AddressInfo).port}/` });
+
+    const streams: BenchStream[] = [];
+    for (let i = 1; i <= settings.streams; i++) {
+      const source = await startDestination(ffmpeg, `source-${i}`);
+      const rendition = await startDestination(ffmpeg, `rendition-${i}`);
+      const tSource = await api("POST", "/multistream/target", { url: source.url, name: `source ${i}` });
+      const tRendition = await api("POST", "/multistream/target", { url: rendition.url, name: `${settings.rendition} ${i}` });
+      const s = await api("POST", "/stream", {
+        name: `bench ${i}`,
+        profiles: ladder,
+        multistream: { targets: [{ id: tSource.id, profile: "source" }, { id: tRendition.id, profile: settings.rendition }] },
+      });
+      streams.push({ name: `stream ${i}`, id: s.id, playbackId: s.playbackId!, sourceUrl: source.url, renditionUrl: rendition.url });
+      new Child(`publisher ${i}`, ffmpeg, ["-hide_banner", "-nostdin", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", clip, "-c", "copy", "-f", "flv", `rtmp://127.0.0.1:${server.rtmpPort}/live/${s.streamKey}`]);
+    }
+
+    process.stderr.write(`waiting for ${streams.length * 2} pushes to connect\n`);
+    const deadline = Date.now() + CONNECT_TIMEOUT_MS;
+    while (events.filter((e) => e.event === "multistream.connected").length < streams.length * 2) {
+      if (Date.now() > deadline) {
+        throw new Error(`not every push connected within ${CONNECT_TIMEOUT_MS / 1000} s; events: ${JSON.stringify(events)}; still running: ${[...running].map((c) => c.describe()).join("; ")}`);
+      }
+      await sleep(100);
+    }
+    for (const s of streams) {
+      const pid = (match: (args: string[]) => boolean) => server.processes.pids().find((p) => match(commandLine(p)));
+      const pipeline = pid((a) => a.includes("hls") && a.some((x) => x.includes(s.playbackId)));
+      const source = pid((a) => a.includes("-progress") && a.includes(s.sourceUrl));
+      const rendition = pid((a) => a.includes("-progress") && a.includes(s.renditionUrl));
+      if (!pipeline || !source || !rendition) throw new Error(`${s.name}: cannot find its processes (pipeline ${pipeline}, source push ${source}, rendition push ${rendition})`);
+      s.pids = { pipeline, source, rendition };
+    }
+    await sleep(WARMUP_MS);
+
+    process.stderr.write(`measuring for ${settings.windowSeconds} s\n`);
+    const all = streams.flatMap((s) => Object.values(s.pids!));
+    const before = new Map(all.map((p) => [p, cpuSeconds(p)]));
+    const nodeBefore = process.cpuUsage();
+    const started = performance.now();
+    await sleep(settings.windowSeconds * 1000);
+    const wall = (performance.now() - started) / 1000;
+    const nodeCpu = process.cpuUsage(nodeBefore);
+    const percent = new Map(
+      all.map((p) => {
+        const a = before.get(p);
+        const b = cpuSeconds(p);
+        if (a === undefined || b === undefined) throw new Error(`process ${p} ended during the window (a push restarted?); events: ${JSON.stringify(events.slice(-6))}`);
+        return [p, (100 * (b - a)) / wall];
+      }),
+    );
+    const failures = events.filter((e) => e.event === "multistream.error");
+    if (failures.length > 0) throw new Error(`pushes failed during the run: ${JSON.stringify(failures)}`);
+
+    const pct = (p: number) => `${percent.get(p)!.toFixed(1)} %`;
+    const ratio = (p: number, base: number) => `${((100 * percent.get(p)!) / Math.max(0.01, percent.get(base)!)).toFixed(1)} %`;
+    const rows = streams.map((s) => {
+      const { pipeline, source, rendition } = s.pids!;
+      return [s.name, pct(pipeline), pct(source), pct(rendition), ratio(source, pipeline), ratio(rendition, pipeline)];
+    });
+    const mean = (key: "pipeline" | "source" | "rendition") => streams.reduce((a, s) => a + percent.get(s.pids![key])!, 0) / streams.length;
+    if (streams.length > 1) {
+      rows.push([
+        "mean",
+        `${mean("pipeline").toFixed(1)} %`,
+        `${mean("source").toFixed(1)} %`,
+        `${mean("rendition").toFixed(1)} %`,
+        `${((100 * mean("source")) / mean("pipeline")).toFixed(1)} %`,
+        `${((100 * mean("rendition")) / mean("pipeline")).toFixed(1)} %`,
+      ]);
+    }
+    process.stdout.write(
+      `CPU over ${wall.toFixed(1)} s, % of one core (user + system, /proc/<pid>/stat):\n` +
+        formatTable(["stream", "pipeline ffmpeg (baseline)", "source push", `${settings.rendition} push`, "source push / pipeline", `${settings.rendition} push / pipeline`], rows) +
+        `\n  node process (RTMP relay to pipeline and source pushes, API, bench polling): ${((100 * (nodeCpu.user + nodeCpu.system)) / 1e6 / wall).toFixed(1)} % of one core\n\n`,
+    );
+  } finally {
+    for (const c of [...running].filter((c) => c.name.startsWith("publisher"))) await c.stop();
+    await server.stop();
+    await Promise.all([...running].map((c) => c.stop(2000)));
+    await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    fs.rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench:multistream failed: ${err instanceof Error ? err.message : String(err)}\n`);
+  killEverything();
+  process.exit(1);
+});

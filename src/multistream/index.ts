@@ -1,0 +1,1 @@
+export { MultistreamManager, type MultistreamDeps } from "./manager";

@@ -1,0 +1,140 @@
+import type { Store } from "../db";
+import type { EventName, EventSink, EventTarget } from "../events";
+import type { Logger } from "../log";
+import type { ProcessRegistry } from "../media";
+import type { LiveSessionInfo, LiveSessionObserver } from "../sessions";
+import { diffPushes, planPushes, type PushSpec } from "./plan";
+import { TargetPush, type PushReport } from "./targetPush";
+
+export interface MultistreamDeps {
+  store: Store;
+  events: EventSink;
+  log: Logger;
+  registry: ProcessRegistry;
+  /** Sessions only start with ffmpeg; undefined means none will. */
+  ffmpegPath: string | undefined;
+  /**
+   * How long a push may go on sending after its session ended: a rendition push runs about a
+   * segment or two behind the source and ends by itself at the playlist's end; this only bounds
+   * one that does not. Default 10 s.
+   */
+  drainMs?: number;
+}
+
+interface RunningPush {
+  spec: PushSpec;
+  push: TargetPush;
+}
+
+interface LivePushes {
+  info: LiveSessionInfo;
+  pushes: Map<string, RunningPush>;
+  /** Problems already reported in this session (multistream.error once each). */
+  reported: Set<string>;
+}
+
+/**
+ * Multistream (spec 1, 3.4): while a stream is live, one push per referenced, enabled target,
+ * each its own supervised ffmpeg, so a failing destination never touches the session's HLS or
+ * the other pushes. Told about sessions by the session manager; reads the references afresh
+ * whenever the stream or a target changes, and starts or stops only what differs.
+ */
+export class MultistreamManager implements LiveSessionObserver {
+  private readonly live = new Map<string, LivePushes>();
+  private readonly drainMs: number;
+
+  constructor(private readonly deps: MultistreamDeps) {
+    this.drainMs = deps.drainMs ?? 10_000;
+  }
+
+  sessionLive(info: LiveSessionInfo): void {
+    const entry: LivePushes = { info, pushes: new Map(), reported: new Set() };
+    this.live.set(info.streamId, entry);
+    this.reconcile(entry);
+  }
+
+  streamChanged(streamId: string): void {
+    const entry = this.live.get(streamId);
+    if (entry) this.reconcile(entry);
+  }
+
+  sessionEnded(info: LiveSessionInfo): void {
+    const entry = this.live.get(info.streamId);
+    if (!entry || entry.info.sessionId !== info.sessionId) return;
+    this.live.delete(info.streamId);
+    if (entry.pushes.size > 0) info.log.info({ pushes: entry.pushes.size }, "session ended: finishing its multistream pushes");
+    for (const { push } of entry.pushes.values()) void push.finish(this.drainMs);
+  }
+
+  /** Brings a live session's pushes in line with its stream's references: only what differs. */
+  private reconcile(entry: LivePushes): void {
+    const { info } = entry;
+    const ffmpegPath = this.deps.ffmpegPath;
+    if (!ffmpegPath) return;
+    try {
+      const { store } = this.deps;
+      const plan = planPushes({
+        refs: store.streamTargets.listForStream(info.streamId),
+        target: (id) => store.targets.get(id),
+        renditions: info.renditions,
+        hlsDir: info.hlsDir,
+        sourceUrl: info.sourceUrl,
+      });
+      const changes = diffPushes(new Map([...entry.pushes].map(([k, r]) => [k, r.spec])), plan);
+
+      for (const { key, why } of changes.stop) {
+        const running = entry.pushes.get(key)!;
+        entry.pushes.delete(key);
+        info.log.info({ ...targetFields(running.spec.target), why }, "stopping multistream push");
+        void running.push.stop();
+      }
+      for (const spec of changes.keep) entry.pushes.get(spec.key)!.push.rename(spec.target.name);
+      for (const spec of changes.start) {
+        const log = info.log.child({ ...targetFields(spec.target), videoOnly: spec.videoOnly, input: spec.input.kind });
+        const push = new TargetPush({
+          target: spec.target,
+          url: spec.url,
+          videoOnly: spec.videoOnly,
+          input: spec.input,
+          ffmpegPath,
+          registry: this.deps.registry,
+          log,
+          report: (r) => this.report(info, push.target, r),
+        });
+        entry.pushes.set(spec.key, { spec, push });
+        push.start();
+      }
+      for (const p of plan.problems) {
+        const id = `${p.key} ${p.error}`;
+        if (entry.reported.has(id)) continue;
+        entry.reported.add(id);
+        info.log.warn({ ...targetFields(p.target), reason: p.error }, "multistream target skipped");
+        this.raise(info, "multistream.error", p.target, p.error);
+      }
+    } catch (err) {
+      // Observers must not throw into the session manager: the session goes on without
+      // the change, and the operator sees why.
+      info.log.error({ err }, "could not update the multistream pushes");
+    }
+  }
+
+  private report(info: LiveSessionInfo, target: EventTarget, r: PushReport): void {
+    if (r.kind === "connected") this.raise(info, "multistream.connected", target);
+    else if (r.kind === "disconnected") this.raise(info, "multistream.disconnected", target);
+    else this.raise(info, "multistream.error", target, r.reason);
+  }
+
+  private raise(info: LiveSessionInfo, name: Extract<EventName, `multistream.${string}`>, t: EventTarget, error?: string): void {
+    // A copy: the payload is the target as it was when the event happened.
+    const target = { id: t.id, name: t.name, profile: t.profile };
+    try {
+      if (name === "multistream.error") this.deps.events.raise(name, info.streamId, { sessionId: info.sessionId, target, error: error ?? "unknown error" });
+      else this.deps.events.raise(name, info.streamId, { sessionId: info.sessionId, target });
+    } catch (err) {
+      // The sink has logged it; a lost event must not stop the push.
+      info.log.error({ err, event: name, targetId: t.id }, "could not raise a multistream event");
+    }
+  }
+}
+
+const targetFields = (t: EventTarget) => ({ targetId: t.id, targetName: t.name, profile: t.profile });

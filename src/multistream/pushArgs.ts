@@ -1,0 +1,81 @@
+// ffmpeg argument lists for multistream pushes, as pure functions.
+
+/** Where a push reads the media it sends. */
+export type PushInput =
+  /** The published stream on the local RTMP server, copied as it arrives. */
+  | { kind: "source"; url: string }
+  /** One rendition's live HLS playlist, as the session's pipeline writes it (already encoded). */
+  | { kind: "rendition"; playlist: string };
+
+export interface PushArgsInput {
+  input: PushInput;
+  /** The target's url: rtmp://, rtmps:// or srt:// (validated by the API). */
+  destination: string;
+  videoOnly: boolean;
+}
+
+/**
+ * How long a read or a write may block, in microseconds (ffmpeg's `-rw_timeout`). On the
+ * output it bounds the RTMP handshake with a host that accepts TCP but never answers, and a
+ * destination that stops reading mid-stream; without it ffmpeg waits for ever.
+ */
+export const PUSH_IO_TIMEOUT_US = 10_000_000;
+
+/** The container a destination takes: FLV over RTMP(S), MPEG-TS over SRT. */
+export function destinationMuxer(url: string): "flv" | "mpegts" | undefined {
+  const scheme = url.slice(0, Math.max(0, url.indexOf(":"))).toLowerCase();
+  if (scheme === "rtmp" || scheme === "rtmps") return "flv";
+  if (scheme === "srt") return "mpegts";
+  return undefined;
+}
+
+/**
+ * One push: copy (never re-encode) the source or an already encoded rendition to a destination.
+ *
+ * A rendition is read from the live HLS the pipeline writes, so the session's single transcode
+ * serves playback and every rendition push alike (no second decode). The hls demuxer follows a
+ * live playlist by itself (it reloads it and waits for new segments; `m3u8_hold_counters`
+ * bounds the wait at 1000 reloads); `-live_start_index -1` starts at the newest complete
+ * segment instead of three segments back; `-re` sends at the media's own pace, as a camera
+ * would, instead of one segment's worth in a burst every segment period. It ends by itself
+ * at `#EXT-X-ENDLIST`, when the session ends. Every segment starts with a keyframe and carries a
+ * PMT, so half a second of probing finds both streams; ffmpeg's default 5 s would wait for the
+ * next segment before sending anything (measured: connected 1.2 s later with 1 s segments).
+ *
+ * Progress goes to stdout as key=value blocks (`-progress pipe:1`, every 0.5 s): the push is
+ * connected once a block reports media written (see `progressShowsMedia`).
+ */
+export function buildPushArgs(o: PushArgsInput): string[] {
+  const muxer = destinationMuxer(o.destination);
+  if (!muxer) throw new Error("a multistream destination must be rtmp://, rtmps:// or srt://");
+  const args = ["-hide_banner", "-nostdin", "-nostats", "-loglevel", "warning", "-progress", "pipe:1"];
+  if (o.input.kind === "source") {
+    // The local RTMP server never stalls on its own, but a stall must not hang the push.
+    args.push("-rw_timeout", String(PUSH_IO_TIMEOUT_US), "-i", o.input.url);
+  } else {
+    args.push("-re", "-live_start_index", "-1", "-analyzeduration", "500000", "-i", o.input.playlist);
+  }
+  args.push("-map", "0:v:0");
+  if (o.videoOnly) args.push("-an");
+  else args.push("-map", "0:a:0?");
+  args.push("-c", "copy");
+  if (muxer === "flv") {
+    // A live destination cannot be seeked back to patch duration and size into the header.
+    args.push("-f", "flv", "-flvflags", "no_duration_filesize");
+  } else {
+    args.push("-f", "mpegts");
+  }
+  args.push("-rw_timeout", String(PUSH_IO_TIMEOUT_US), o.destination);
+  return args;
+}
+
+/**
+ * Whether one line of `-progress` output shows media written to the destination. ffmpeg opens
+ * an RTMP output (handshake, connect, publish, and the server's NetStream.Publish.Start) or an
+ * SRT caller connection before it writes anything, and reports `out_time_us=0` once the header
+ * is out; `out_time_us` above 0 means packets of media went out on an accepted connection.
+ */
+export function progressShowsMedia(line: string): boolean {
+  const m = /^out_time_us=(\d+)$/.exec(line.trim());
+  return m !== null && Number(m[1]) > 0;
+}
