@@ -6,12 +6,15 @@ import { publicUrl, rtmpPublicUrl, type Config } from "./config";
 import { openStore, type Store } from "./db";
 import { startEvents, type EventSink, type RunningEvents } from "./events";
 import type { Logger } from "./log";
-import { hlsRouter, recordingsRouter } from "./http";
+import { dashboardRouter, hlsRouter, playerRouter, recordingsRouter } from "./http";
 import { INGEST_APP, RtmpIngest } from "./ingest";
 import { locateFfmpeg, ProcessRegistry, type FfmpegLocation } from "./media";
 import { MultistreamManager } from "./multistream";
+import { healthRouter, probeDatabaseWritable, probeFfmpeg } from "./health";
+import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "./metrics";
 import { finalizeHandler, FINALIZE_QUEUE, Recorder, type FinalizeJob } from "./recordings";
 import { SessionManager } from "./sessions";
+import { WEBHOOK_DELIVERY_QUEUE } from "./webhooks";
 
 export interface RunningServer {
   store: Store;
@@ -27,6 +30,8 @@ export interface RunningServer {
   events: EventSink;
   /** Every process the server has running (ffmpeg). */
   processes: ProcessRegistry;
+  /** What GET /metrics exposes (this server's own Prometheus registry). */
+  metrics: Metrics;
   /** Set when this start created the first user (empty data directory). */
   firstUser?: { name: string; apiKey: string };
   stop(): Promise<void>;
@@ -45,12 +50,24 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
 
   let resolvedPublicUrl = config.publicUrlSetting ?? "";
 
+  // --- metrics: read at scrape time from the parts below, which exist by the first request ---
+  const queueNames = [WEBHOOK_DELIVERY_QUEUE, FINALIZE_QUEUE];
+  const queueDepth: QueueDepthReader | undefined = config.redisUrl
+    ? bullmqQueueDepth(store.db, config.redisUrl, config.redisPrefix, queueNames)
+    : undefined;
+  const metrics = createMetrics({
+    ffmpegProcesses: () => processes.size,
+    queueDepths: () => queueDepth?.depths() ?? waitingJobsByQueue(store.db, queueNames),
+    publisherBytes: (publisherId) => ingest?.bytesRead(publisherId),
+  });
+  // --- end of metrics ---
+
   // --- events → webhook deliveries (src/events, src/queue, src/webhooks) ---
   // raise() writes the event, its deliveries and their jobs in one SQLite transaction (with
   // REDIS_URL, the jobs then go on to BullMQ), and wakes this process's delivery workers.
   let running: RunningEvents;
   try {
-    running = await startEvents(config, store, log);
+    running = await startEvents(config, store, log, { metrics });
   } catch (err) {
     store.close();
     throw err;
@@ -93,6 +110,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     listSize: config.hlsListSize,
     disconnectPublisher: (id) => ingest?.disconnect(id),
     observers: [recorder, multistream],
+    metrics,
   });
   sessions.recoverAfterCrash();
   ingest = new RtmpIngest(sessions, log);
@@ -108,7 +126,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, live: sessions }, [
     hlsRouter(store, hlsDir),
     recordingsRouter(store, recordingsDir),
-  ]);
+    healthRouter({
+      database: () => probeDatabaseWritable(store.db),
+      ffmpeg: () => probeFfmpeg(ffmpeg?.path),
+      rtmp: () => (ingest?.listening ? undefined : "the RTMP server is not listening"),
+    }),
+    metricsRouter(metrics),
+    playerRouter(store),
+    dashboardRouter(() => rtmpPublicUrl(config, rtmpPort)),
+  ], metrics);
   const server = http.createServer(app);
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
@@ -136,6 +162,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     sessions,
     events,
     processes,
+    metrics,
     firstUser,
     stop: () =>
       (stopped ??= (async () => {
@@ -151,6 +178,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
           setTimeout(() => server.closeAllConnections(), 5_000).unref();
         });
         await stopEvents();
+        await queueDepth?.close();
         store.close();
       })()),
   };

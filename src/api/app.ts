@@ -1,4 +1,5 @@
 import express, { type NextFunction, type Request, type Response } from "express";
+import { routeLabel, type HttpMetrics } from "../metrics";
 import type { ApiDeps } from "./deps";
 import { ApiError } from "./errors";
 import { buildOpenApi, renderDocsPage, type OpenApiDoc } from "./openapi";
@@ -61,7 +62,7 @@ function bodyParserError(err: unknown): ApiError | undefined {
  * The HTTP app: the API under /api, then `more` (static media routes of other modules), then
  * the 404 and error handlers, which answer `{"errors": [...]}` everywhere.
  */
-export function createApp(deps: ApiDeps, more: express.Router[] = []): express.Express {
+export function createApp(deps: ApiDeps, more: express.Router[] = [], metrics?: HttpMetrics): express.Express {
   const app = express();
   app.disable("x-powered-by");
   const routes = apiRoutes(deps);
@@ -72,6 +73,9 @@ export function createApp(deps: ApiDeps, more: express.Router[] = []): express.E
     const started = process.hrtime.bigint();
     res.on("finish", () => {
       const ms = Number(process.hrtime.bigint() - started) / 1e6;
+      // The route pattern that matched (`/api/stream/:id`), never the raw path: ids would make
+      // a new series per object.
+      metrics?.httpRequest(req.method, routeLabel(req.baseUrl, req.route?.path), res.statusCode, ms / 1000);
       deps.log.debug({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, "http request");
     });
     next();

@@ -1,6 +1,7 @@
 import type { Config } from "../config";
 import type { Store } from "../db";
 import type { Logger } from "../log";
+import type { Metrics } from "../metrics";
 import { openQueue, redactUrl, type JobQueue, type QueueTuning } from "../queue";
 import { WEBHOOK_DELIVERY_QUEUE, WebhookDeliverer, type DeliveryJob } from "../webhooks";
 import type { EventSink } from "./catalog";
@@ -22,7 +23,7 @@ export async function startEvents(
   config: Config,
   store: Store,
   log: Logger,
-  options: { tuning?: Partial<QueueTuning>; random?: () => number } = {},
+  options: { tuning?: Partial<QueueTuning>; random?: () => number; metrics?: Pick<Metrics, "webhookDelivery"> } = {},
 ): Promise<RunningEvents> {
   const w = config.webhooks;
   const queue = await openQueue(
@@ -40,6 +41,7 @@ export async function startEvents(
       blockPrivate: w.blockPrivate,
     },
     options.random,
+    options.metrics,
   );
   if (w.concurrency > 0) queue.process<DeliveryJob>(WEBHOOK_DELIVERY_QUEUE, deliverer.handle, { concurrency: w.concurrency });
   log.info(

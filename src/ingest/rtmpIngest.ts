@@ -86,6 +86,16 @@ export class RtmpIngest {
     return (server.address() as net.AddressInfo).port;
   }
 
+  /** The RTMP server accepts connections (readiness). */
+  get listening(): boolean {
+    return this.server?.listening ?? false;
+  }
+
+  /** Bytes read so far from a connection of ours (a publisher's: its ingest bitrate); undefined once it is gone. */
+  bytesRead(publisherId: string): number | undefined {
+    return this.ours.get(publisherId)?.socket.bytesRead;
+  }
+
   /** Disconnects a publisher at once (suspend, delete, a dead pipeline). */
   disconnect(publisherId: string): void {
     this.ours.get(publisherId)?.reject();

@@ -5,6 +5,7 @@ import type { Logger } from "../log";
 import { renditionLadder } from "../media/ladder";
 import { LivePipeline } from "../media/livePipeline";
 import type { ProcessEnd, ProcessRegistry } from "../media/supervisedProcess";
+import type { LiveSessionMetrics, Metrics } from "../metrics";
 import type { LiveSessionInfo, LiveSessionObserver } from "./observer";
 
 export interface LiveSessionDeps {
@@ -20,6 +21,8 @@ export interface LiveSessionDeps {
   listSize: number;
   disconnectPublisher(publisherId: string): void;
   observers: LiveSessionObserver[];
+  /** Live sessions, transcode speed, ingest bitrate, pipeline failures (GET /metrics). */
+  metrics?: Pick<Metrics, "liveSessionStarted">;
 }
 
 export type EndReason = "publisher left" | "suspended" | "deleted" | "terminated" | "pipeline failed" | "shutdown";
@@ -36,6 +39,7 @@ export class LiveSession {
   readonly info: LiveSessionInfo;
   private readonly pipeline: LivePipeline;
   private readonly log: Logger;
+  private readonly metrics: LiveSessionMetrics | undefined;
   private started = false;
   private endReason: EndReason | undefined;
   private publisherConnected = true;
@@ -51,6 +55,7 @@ export class LiveSession {
   ) {
     this.session = deps.store.sessions.start(stream);
     this.log = deps.log.child({ streamId: stream.id, sessionId: this.session.id });
+    this.metrics = deps.metrics?.liveSessionStarted({ streamId: stream.id, sessionId: this.session.id, publisherId });
     this.info = {
       streamId: stream.id,
       sessionId: this.session.id,
@@ -72,7 +77,10 @@ export class LiveSession {
       log: this.log,
       registry: deps.registry,
       onPlayable: () => this.playable(),
-      onProgress: (delta) => deps.store.sessions.addProgress(this.session.id, delta),
+      onProgress: (delta) => {
+        deps.store.sessions.addProgress(this.session.id, delta);
+        this.metrics?.progress(delta.sourceSegmentsDuration);
+      },
       onSegment: (segment) => {
         for (const o of deps.observers) o.segmentWritten?.(this.info, segment);
       },
@@ -110,6 +118,7 @@ export class LiveSession {
   private playable(): void {
     if (this.endReason !== undefined) return;
     this.started = true;
+    this.metrics?.playable();
     this.deps.store.streams.setActive([this.stream.id, this.session.id], true);
     this.log.info("stream is live: HLS playable");
     this.deps.events.raise("stream.started", this.stream.id, { sessionId: this.session.id });
@@ -119,6 +128,7 @@ export class LiveSession {
   private ended(end: ProcessEnd): void {
     const reason = this.endReason ?? (end.code === 0 ? "publisher left" : "pipeline failed");
     this.endReason = reason;
+    this.metrics?.ended(reason);
     const { store } = this.deps;
     store.sessions.end(this.session.id);
     store.streams.setActive([this.stream.id, this.session.id], false);

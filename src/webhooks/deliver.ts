@@ -2,6 +2,7 @@ import { EventEmitter, once } from "node:events";
 import type { Db, DeliveryRecord, EventRecord, NewDelivery, Store, WebhookLogRecord } from "../db";
 import { buildDeliveryBody, type EventName, type RaisedEvent } from "../events/catalog";
 import type { Logger } from "../log";
+import type { Metrics } from "../metrics";
 import { enqueueJob, RetryLater, type Job } from "../queue";
 import { judgeAttempt, nextRetryDelay, type RetrySchedule } from "./retry";
 import { WebhookSender, type SendResult } from "./send";
@@ -85,6 +86,8 @@ export class WebhookDeliverer {
     private readonly settings: DeliverySettings,
     /** In [0, 1): the retry jitter; tests fix it. */
     private readonly random: () => number = Math.random,
+    /** Counts each run's outcome (GET /metrics). */
+    private readonly metrics?: Pick<Metrics, "webhookDelivery">,
   ) {
     this.sender = new WebhookSender({ timeoutMs: settings.timeoutMs, blockPrivate: settings.blockPrivate });
   }
@@ -101,6 +104,7 @@ export class WebhookDeliverer {
     const webhook = store.webhooks.get(delivery.webhookId);
     if (!webhook) {
       this.settle(delivery, "cancelled");
+      this.metrics?.webhookDelivery("cancelled");
       return;
     }
     const event = store.events.get(delivery.eventId);
@@ -140,6 +144,7 @@ export class WebhookDeliverer {
       })
       .immediate();
     attemptEvents(store.db).emit(delivery.id);
+    this.metrics?.webhookDelivery(settledAs === "delivered" ? "delivered" : settledAs === "failed" ? "failed" : "retry");
 
     const logFields = { webhookId: webhook.id, eventId: event.id, event: event.name, attempt: job.attempt, status: result.statusCode, error: result.error };
     if (settledAs === "failed") this.log.warn(logFields, "webhook delivery failed for good");

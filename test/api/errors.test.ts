@@ -50,7 +50,7 @@ describe("errors are always {errors: [...]} with the right status", () => {
   });
 
   it("404 for unknown routes, in and out of the API", async () => {
-    for (const path of ["/api/nope", "/api/stream/a/b/c", "/nope", "/"]) {
+    for (const path of ["/api/nope", "/api/stream/a/b/c", "/nope", "/play"]) {
       const res = await fetch(`http://127.0.0.1:${t.server.port}${path}`, { headers: { authorization: `Bearer ${t.key}` } });
       expect(res.status).toBe(404);
       expect(((await res.json()) as { errors: string[] }).errors[0]).toMatch(/not found|no such endpoint/);

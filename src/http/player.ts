@@ -1,0 +1,65 @@
+import express, { type Request, type Response } from "express";
+import type { Store } from "../db";
+import { escapeHtml, renderPage, sendPage, serveAsset } from "./pages";
+
+// The viewer's page: /play/<playbackId> plays the live stream (offline until it goes live, then
+// on by itself), /play/<playbackId>?session=<sessionId> one of its recordings. The page carries
+// its data in data- attributes; public/player.js does the rest in the browser.
+
+const PLAYBACK_ID = /^[0-9a-z]{16}$/;
+const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+export interface PlayerView {
+  title: string;
+  playbackId: string;
+  /** Where the HLS master playlist is, relative to the page's origin. */
+  src: string;
+  /** live: poll for the stream going live; vod: a recording, playable now. */
+  kind: "live" | "vod";
+}
+
+/** The player page's HTML. Pure: every value is escaped here. */
+export function renderPlayer(v: PlayerView): string {
+  const attr = escapeHtml;
+  const body = `<main id="player" data-kind="${attr(v.kind)}" data-src="${attr(v.src)}" data-status-url="/api/playback/${attr(v.playbackId)}" data-state="loading">
+<div class="stage">
+<video id="video" controls playsinline></video>
+<div id="offline" class="notice" hidden><strong>This stream is offline.</strong><span>Playback starts by itself when it goes live.</span></div>
+<div id="error" class="notice" hidden><strong id="error-text">This recording cannot be played.</strong></div>
+<span id="live-badge" class="badge" hidden>LIVE</span>
+</div>
+<div class="bar">
+<h1>${escapeHtml(v.title)}</h1>
+<label class="quality">Quality <select id="quality" disabled><option value="-1">Auto</option></select></label>
+</div>
+</main>`;
+  return renderPage({ title: `${v.title} · onair`, body, scripts: ["hls.min.js", "player.js"], bodyClass: "player-page" });
+}
+
+function notFoundPage(res: Response): void {
+  const body = `<main class="message"><h1>Not found</h1><p>There is no stream or recording at this address.</p></main>`;
+  sendPage(res, 404, renderPage({ title: "Not found · onair", body, scripts: [], bodyClass: "message-page" }), { framable: true });
+}
+
+export function playerRouter(store: Store): express.Router {
+  const router = express.Router();
+  serveAsset(router, "hls.min.js", require.resolve("hls.js/dist/hls.min.js"));
+  serveAsset(router, "player.js", "player.js");
+  serveAsset(router, "onair.css", "onair.css");
+
+  router.get("/play/:playbackId", (req: Request, res: Response) => {
+    const { playbackId } = req.params as { playbackId: string };
+    const session = req.query.session;
+    const stream = PLAYBACK_ID.test(playbackId) ? store.streams.getByPlaybackId(playbackId) : undefined;
+    if (!stream) return notFoundPage(res);
+    if (session === undefined) {
+      return sendPage(res, 200, renderPlayer({ title: stream.name, playbackId, src: `/hls/${playbackId}/index.m3u8`, kind: "live" }), { framable: true });
+    }
+    // A recording of this stream only: a session id alone never reveals another stream's.
+    const record = typeof session === "string" && SESSION_ID.test(session) ? store.sessions.get(session) : undefined;
+    if (!record || !record.record || record.parentId !== stream.id) return notFoundPage(res);
+    const title = `${stream.name} · recording of ${new Date(record.createdAt).toISOString().slice(0, 16).replace("T", " ")} UTC`;
+    sendPage(res, 200, renderPlayer({ title, playbackId, src: `/recordings/${record.id}/index.m3u8`, kind: "vod" }), { framable: true });
+  });
+  return router;
+}

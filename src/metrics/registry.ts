@@ -1,0 +1,191 @@
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { RateWindow } from "./rateWindow";
+
+// Prometheus metrics of one server. Each server has its own Registry (never prom-client's
+// global one): tests run several servers in one process, and each must count only its own.
+
+/** How a run of the webhook delivery job ended. */
+export type WebhookOutcome = "delivered" | "retry" | "failed" | "cancelled";
+
+/** What the metrics read from the rest of the server at scrape time. */
+export interface MetricSources {
+  /** Supervised processes running now (every ffmpeg: live pipelines, pushes, finalize). */
+  ffmpegProcesses(): number;
+  /** Jobs not yet done, by queue name. */
+  queueDepths(): Promise<Record<string, number>> | Record<string, number>;
+  /** Bytes read so far from a publisher's RTMP socket; undefined once it is gone. */
+  publisherBytes(publisherId: string): number | undefined;
+  /** ms; tests may fix it. */
+  now?(): number;
+}
+
+/** The hooks of one live session, from its publish to its end. */
+export interface LiveSessionMetrics {
+  /** Its HLS plays (isActive turned true). */
+  playable(): void;
+  /** The pipeline completed `mediaSeconds` more of the source. */
+  progress(mediaSeconds: number): void;
+  /** Called once; `reason` is the session's end reason. */
+  ended(reason: string): void;
+}
+
+/** The hooks of the HTTP app. */
+export interface HttpMetrics {
+  /** `route` is the pattern that matched (`/api/stream/:id`), never the raw path. */
+  httpRequest(method: string, route: string, status: number, seconds: number): void;
+}
+
+export interface Metrics extends HttpMetrics {
+  readonly registry: Registry;
+  /** The Prometheus text exposition and its content type. */
+  scrape(): Promise<{ contentType: string; body: string }>;
+  liveSessionStarted(ids: { streamId: string; sessionId: string; publisherId: string }): LiveSessionMetrics;
+  webhookDelivery(outcome: WebhookOutcome): void;
+}
+
+/** Trailing windows of the per-session rates, in ms. */
+const BITRATE_WINDOW_MS = 10_000;
+const SPEED_WINDOW_MS = 30_000;
+
+interface TrackedSession {
+  streamId: string;
+  sessionId: string;
+  publisherId: string;
+  playable: boolean;
+  ingest: RateWindow;
+  /** Cumulative media seconds, read at each progress report of the pipeline. */
+  media: RateWindow;
+  mediaSeconds: number;
+}
+
+export function createMetrics(sources: MetricSources): Metrics {
+  const now = sources.now ?? Date.now;
+  const registry = new Registry();
+  const live = new Map<string, TrackedSession>();
+
+  new Gauge({
+    name: "onair_live_sessions",
+    help: "Live sessions whose HLS plays (the streams with isActive true).",
+    registers: [registry],
+    collect() {
+      this.set([...live.values()].filter((s) => s.playable).length);
+    },
+  });
+  new Gauge({
+    name: "onair_ingest_bitrate_bits_per_second",
+    help: "Bits per second received from each live stream's RTMP publisher (its socket), over the last 10 s (since the publish, at first).",
+    labelNames: ["stream_id"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of live.values()) {
+        const bytes = sources.publisherBytes(s.publisherId);
+        if (bytes === undefined) continue;
+        s.ingest.add(now(), bytes);
+        const rate = s.ingest.perSecond();
+        if (rate !== undefined) this.set({ stream_id: s.streamId }, Math.round(rate * 8));
+      }
+    },
+  });
+  new Gauge({
+    name: "onair_transcode_speed",
+    help: "Media seconds the live pipeline completed per wall-clock second, over its last 30 s of segments (1 keeps up with real time; below 1 falls behind).",
+    labelNames: ["stream_id", "session_id"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const s of live.values()) {
+        const speed = s.media.perSecond();
+        if (speed !== undefined) this.set({ stream_id: s.streamId, session_id: s.sessionId }, Math.round(speed * 1000) / 1000);
+      }
+    },
+  });
+  new Gauge({
+    name: "onair_ffmpeg_processes",
+    help: "ffmpeg processes running (live pipelines, multistream pushes, recording finalize).",
+    registers: [registry],
+    collect() {
+      this.set(sources.ffmpegProcesses());
+    },
+  });
+  const pipelineFailures = new Counter({
+    name: "onair_pipeline_failures_total",
+    help: "Live sessions ended because their ffmpeg pipeline failed (onair does not restart a pipeline: the publisher is disconnected and may reconnect).",
+    registers: [registry],
+  });
+  const webhookDeliveries = new Counter({
+    name: "onair_webhook_deliveries_total",
+    help: "Runs of the webhook delivery job by outcome: delivered, retry (the attempt failed and will be retried), failed (given up), cancelled (webhook deleted).",
+    labelNames: ["outcome"],
+    registers: [registry],
+  });
+  for (const outcome of ["delivered", "retry", "failed", "cancelled"] satisfies WebhookOutcome[]) webhookDeliveries.inc({ outcome }, 0);
+  new Gauge({
+    name: "onair_queue_depth",
+    help: "Jobs waiting or running, by queue.",
+    labelNames: ["queue"],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      let depths: Record<string, number>;
+      try {
+        depths = await sources.queueDepths();
+      } catch {
+        return; // e.g. Redis away: the gauge is left out of this scrape, the others still answer
+      }
+      for (const [queue, n] of Object.entries(depths)) this.set({ queue }, n);
+    },
+  });
+  const httpRequests = new Counter({
+    name: "onair_http_requests_total",
+    help: "HTTP requests answered, by method, route pattern and status.",
+    labelNames: ["method", "route", "status"],
+    registers: [registry],
+  });
+  const httpDuration = new Histogram({
+    name: "onair_http_request_duration_seconds",
+    help: "Time to answer HTTP requests (to the last byte handed to the socket), by method and route pattern.",
+    labelNames: ["method", "route"],
+    buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [registry],
+  });
+
+  return {
+    registry,
+    async scrape() {
+      return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+    httpRequest(method, route, status, seconds) {
+      httpRequests.inc({ method, route, status: String(status) });
+      httpDuration.observe({ method, route }, seconds);
+    },
+    webhookDelivery(outcome) {
+      webhookDeliveries.inc({ outcome });
+    },
+    liveSessionStarted({ streamId, sessionId, publisherId }) {
+      const s: TrackedSession = {
+        streamId,
+        sessionId,
+        publisherId,
+        playable: false,
+        ingest: new RateWindow(BITRATE_WINDOW_MS),
+        media: new RateWindow(SPEED_WINDOW_MS),
+        mediaSeconds: 0,
+      };
+      // The publisher's bytes are counted from the publish on.
+      s.ingest.add(now(), sources.publisherBytes(publisherId) ?? 0);
+      live.set(sessionId, s);
+      return {
+        playable: () => void (s.playable = true),
+        progress: (mediaSeconds) => {
+          s.mediaSeconds += mediaSeconds;
+          s.media.add(now(), s.mediaSeconds);
+        },
+        ended: (reason) => {
+          if (!live.delete(sessionId)) return;
+          if (reason === "pipeline failed") pipelineFailures.inc();
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,128 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { pushTestStream, waitFor } from "../helpers/media";
+import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
+import { labelValues, sampleValue } from "./prometheusText";
+
+// /metrics, /healthz and /readyz of a real server, scraped while real RTMP is pushed.
+
+let t: TestServer;
+let api: Api;
+let base: string;
+let receiver: http.Server;
+let received = 0;
+
+beforeAll(async () => {
+  t = await startTestServer({ HLS_SEGMENT_SECONDS: "1" });
+  api = apiClient(t.apiUrl, t.key);
+  base = `http://127.0.0.1:${t.server.port}`;
+  receiver = http.createServer((req, res) => {
+    req.resume();
+    req.on("end", () => {
+      received++;
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+});
+afterAll(async () => {
+  await t.stop();
+  await new Promise((resolve) => receiver.close(resolve));
+});
+
+const scrape = async () => {
+  const res = await fetch(`${base}/metrics`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
+  return res.text();
+};
+
+describe("health", () => {
+  it("/healthz answers ok and /readyz is ready", async () => {
+    const live = await fetch(`${base}/healthz`);
+    expect(live.status).toBe(200);
+    expect(await live.json()).toEqual({ status: "ok" });
+    const ready = await fetch(`${base}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: "ok", checks: { database: "ok", ffmpeg: "ok", rtmp: "ok" } });
+  });
+});
+
+describe("GET /metrics during a live push", () => {
+  it("counts the live session, its ffmpeg, its rates, webhooks and HTTP requests by route; then returns to 0", async () => {
+    const receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    expect((await api("POST", "/webhook", { name: "ops", url: receiverUrl, events: ["stream.started"] })).status).toBe(200);
+    const s = (await api("POST", "/stream", { name: "metrics", profiles: [{ name: "180p", bitrate: 300_000, fps: 30, width: 320, height: 180 }] })).body;
+    const before = await scrape();
+    expect(sampleValue(before, "onair_live_sessions")).toBe(0);
+
+    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 8 });
+    await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
+    // The speed needs two completed segments; by then the ingest has a few seconds of history.
+    const during = await waitFor("a transcode speed", async () => {
+      const text = await scrape();
+      return sampleValue(text, "onair_transcode_speed", { stream_id: s.id }) !== undefined ? text : undefined;
+    });
+    expect(sampleValue(during, "onair_live_sessions")).toBe(1);
+    expect(sampleValue(during, "onair_ffmpeg_processes")).toBeGreaterThanOrEqual(1);
+    // testsrc2 320x180 in x264 plus 64 kb/s audio: tens of kb/s at least, far below 10 Mb/s.
+    const bitrate = sampleValue(during, "onair_ingest_bitrate_bits_per_second", { stream_id: s.id })!;
+    expect(bitrate).toBeGreaterThan(64_000);
+    expect(bitrate).toBeLessThan(10_000_000);
+    // Pulled from a live RTMP stream: about real time, never many times faster.
+    const speed = sampleValue(during, "onair_transcode_speed", { stream_id: s.id })!;
+    expect(speed).toBeGreaterThan(0.3);
+    expect(speed).toBeLessThan(3);
+    expect(sampleValue(during, "onair_queue_depth", { queue: "webhook-delivery" })).toBeGreaterThanOrEqual(0);
+    expect(sampleValue(during, "onair_http_requests_total", { method: "POST", route: "/api/stream", status: "201" })).toBe(1);
+    expect(sampleValue(during, "onair_http_requests_total", { method: "GET", route: "/api/stream/:id", status: "200" })).toBeGreaterThanOrEqual(1);
+    // Route patterns only: no label carries an object's id.
+    const routes = labelValues(during, "onair_http_requests_total", "route");
+    expect(routes).toContain("/metrics");
+    expect(routes.filter((r) => r.includes(s.id))).toEqual([]);
+
+    // stream.started reached the receiver and was counted as delivered.
+    await waitFor("the webhook delivery", () => received >= 1);
+    await waitFor("the delivery counted", async () => (sampleValue(await scrape(), "onair_webhook_deliveries_total", { outcome: "delivered" }) ?? 0) >= 1);
+
+    expect((await push.exited).code).toBe(0);
+    await waitFor("isActive false", async () => !(await api("GET", `/stream/${s.id}`)).body.isActive);
+    await waitFor("the pipeline's ffmpeg to exit", () => t.server.processes.size === 0, 5000);
+    const after = await scrape();
+    expect(sampleValue(after, "onair_live_sessions")).toBe(0);
+    expect(sampleValue(after, "onair_ffmpeg_processes")).toBe(0);
+    expect(sampleValue(after, "onair_ingest_bitrate_bits_per_second", { stream_id: s.id })).toBeUndefined();
+    expect(sampleValue(after, "onair_transcode_speed", { stream_id: s.id })).toBeUndefined();
+    expect(sampleValue(after, "onair_pipeline_failures_total")).toBe(0);
+  });
+
+  it("labels a request no route matched as other, never by its path", async () => {
+    expect((await fetch(`${base}/no/such/thing-abc123`)).status).toBe(404);
+    const text = await scrape();
+    expect(sampleValue(text, "onair_http_requests_total", { method: "GET", route: "other", status: "404" })).toBeGreaterThanOrEqual(1);
+    expect(text).not.toContain("thing-abc123");
+  });
+});
+
+describe("readiness when the database refuses writes", () => {
+  // Last in this file: the server's own queue cannot write meanwhile either.
+  it("/readyz is 503 naming the database, and ready again once it takes writes", async () => {
+    const db = t.server.store.db;
+    // What SQLite answers on a read-only volume: every write is refused.
+    db.pragma("query_only = 1");
+    try {
+      const ready = await fetch(`${base}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toEqual({
+        status: "unavailable",
+        checks: { database: "not writable: attempt to write a readonly database", ffmpeg: "ok", rtmp: "ok" },
+      });
+      expect((await fetch(`${base}/healthz`)).status).toBe(200);
+    } finally {
+      db.pragma("query_only = 0");
+    }
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    // The probe gave the connection its usual lock wait back.
+    expect(db.pragma("busy_timeout", { simple: true })).toBe(5000);
+  });
+});
