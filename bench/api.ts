@@ -18,6 +18,7 @@ import express from "express";
 import { loadConfig } from "../src/config";
 import { createLogger } from "../src/log";
 import { startServer } from "../src/server";
+import { positiveIntFromEnv } from "./lib";
 
 const WARMUP_SECONDS = 2;
 
@@ -51,15 +52,6 @@ interface Measured {
   result: autocannon.Result;
 }
 
-function positiveIntFromEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0) {
-    throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  }
-  return n;
-}
 
 function readSettings(): Settings {
   return {

@@ -58,6 +58,7 @@ import { buildLiveArgs, variantDir, variantPlaylist } from "../src/media/liveArg
 import { AUDIO_BITRATE } from "../src/media/livePipeline";
 import { parseMediaPlaylist } from "../src/media/playlists";
 import { startServer, type RunningServer } from "../src/server";
+import { median, positiveIntFromEnv, processCpuSeconds } from "./lib";
 
 /** Spec: a stream that is not live 20 s after its publisher started has failed. */
 const ACTIVE_TIMEOUT_MS = 20_000;
@@ -82,13 +83,6 @@ interface Settings {
   realtimeMin: number;
 }
 
-function positiveIntFromEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return n;
-}
 
 function fractionFromEnv(name: string, fallback: number): number {
   const raw = process.env[name];
@@ -435,22 +429,8 @@ function readPlaylist(file: string): ReturnType<typeof parseMediaPlaylist> | und
 
 const hasSegment = (file: string) => (readPlaylist(file)?.segments.length ?? 0) > 0;
 
-const CLK_TCK = (() => {
-  const n = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout);
-  return Number.isInteger(n) && n > 0 ? n : 100;
-})();
 
-/** CPU seconds (user + system) a process has used, from /proc (Linux); undefined elsewhere. */
-function processCpuSeconds(pid: number): number | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-  } catch {
-    return undefined;
-  }
-}
+
 
 function machineTicks(): { busy: number; total: number } | undefined {
   try {
@@ -704,11 +684,6 @@ function fixed(n: number | undefined, digits: number): string {
   return n !== undefined && Number.isFinite(n) ? n.toFixed(digits) : "-";
 }
 
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-}
 
 /** Plain text with aligned columns: the first column left-aligned, numbers right-aligned. */
 function formatTable(header: string[], rows: string[][]): string {

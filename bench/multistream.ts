@@ -30,6 +30,7 @@ import { loadConfig } from "../src/config";
 import { createLogger } from "../src/log";
 import { loadLadder } from "../src/media/ladder";
 import { startServer, type RunningServer } from "../src/server";
+import { positiveIntFromEnv, processCpuSeconds } from "./lib";
 
 const CLIP_SIZE = "1280x720";
 const CLIP_FPS = 30;
@@ -45,13 +46,6 @@ interface Settings {
   rendition: string;
 }
 
-function positiveIntFromEnv(name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0 || n > max) throw new Error(`${name} must be an integer from 1 to ${max}, got "${raw}"`);
-  return n;
-}
 
 function readSettings(): Settings {
   return {
@@ -176,24 +170,9 @@ async function startDestination(ffmpeg: string, name: string): Promise<{ url: st
 }
 
 // ---------------------------------------------------------------------------------------------
-// CPU from /proc
 
-const CLK_TCK = (() => {
-  const n = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout);
-  return Number.isInteger(n) && n > 0 ? n : 100;
-})();
 
-/** CPU seconds (user + system) a process has used; undefined once it is gone. */
-function cpuSeconds(pid: number): number | undefined {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    // After the command name (which may hold spaces): utime and stime are fields 14 and 15.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
-  } catch {
-    return undefined;
-  }
-}
+
 
 function commandLine(pid: number): string[] {
   try {
@@ -334,7 +313,7 @@ async function main(): Promise<void> {
 
     process.stderr.write(`measuring for ${settings.windowSeconds} s\n`);
     const all = streams.flatMap((s) => Object.values(s.pids!));
-    const before = new Map(all.map((p) => [p, cpuSeconds(p)]));
+    const before = new Map(all.map((p) => [p, processCpuSeconds(p)]));
     const nodeBefore = process.cpuUsage();
     const started = performance.now();
     await sleep(settings.windowSeconds * 1000);
@@ -343,7 +322,7 @@ async function main(): Promise<void> {
     const percent = new Map(
       all.map((p) => {
         const a = before.get(p);
-        const b = cpuSeconds(p);
+        const b = processCpuSeconds(p);
         if (a === undefined || b === undefined) throw new Error(`process ${p} ended during the window (a push restarted?); events: ${JSON.stringify(events.slice(-6))}`);
         return [p, (100 * (b - a)) / wall];
       }),

@@ -16,6 +16,7 @@ import { locateFfmpeg, ProcessRegistry } from "../src/media";
 import { finalizeHandler } from "../src/recordings";
 import { buildMp4RemuxArgs, buildVodPlaylist } from "../src/recordings/vod";
 import { parseMediaPlaylist } from "../src/media/playlists";
+import { median } from "./lib";
 
 const seconds = Number(process.env.BENCH_SECONDS ?? 60);
 const runs = Number(process.env.BENCH_RUNS ?? 3);
@@ -44,8 +45,6 @@ async function makeRecording(dir: string): Promise<void> {
   fs.writeFileSync(path.join(v, "index.m3u8"), buildVodPlaylist(segments, false));
   fs.writeFileSync(path.join(dir, "index.m3u8"), '#EXTM3U\n#EXT-X-STREAM-INF:BANDWIDTH=3300000,RESOLUTION=1280x720,NAME="720p"\n0/index.m3u8\n');
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "onair-bench-rec-"));

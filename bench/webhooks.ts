@@ -24,6 +24,7 @@ import { loadConfig } from "../src/config";
 import { openStore, type Store } from "../src/db";
 import { startEvents, type EventSink } from "../src/events";
 import { createLogger } from "../src/log";
+import { positiveIntFromEnv } from "./lib";
 
 const WARMUP_EVENTS = 300;
 
@@ -36,13 +37,6 @@ interface Settings {
   concurrency: string;
 }
 
-function positiveIntFromEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${name} must be a positive integer, got "${raw}"`);
-  return n;
-}
 
 function readSettings(): Settings {
   return {
