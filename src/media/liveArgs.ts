@@ -13,6 +13,11 @@ export interface LiveArgsInput {
   /** Prefix of segment file names, unique per session, so segment URLs never repeat. */
   segmentPrefix: string;
   audioBitrate: number;
+  /**
+   * A restart within the same session: continue the existing playlists (sequence numbers go
+   * on, a discontinuity marks the seam) instead of starting them over.
+   */
+  resume?: boolean;
 }
 
 export const variantDir = (outDir: string, r: Pick<Rendition, "index">) => path.join(outDir, String(r.index));
@@ -62,7 +67,7 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
       "-f", "hls",
       "-hls_time", String(o.segmentSeconds),
       "-hls_list_size", String(o.listSize),
-      "-hls_flags", "delete_segments+independent_segments+temp_file",
+      "-hls_flags", `delete_segments+independent_segments+temp_file${o.resume ? "+append_list+discont_start" : ""}`,
       "-hls_segment_filename", path.join(variantDir(o.outDir, r), `${o.segmentPrefix}_%05d.ts`),
       variantPlaylist(o.outDir, r),
     );

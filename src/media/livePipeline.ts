@@ -27,8 +27,13 @@ export interface LivePipelineOptions {
   onProgress(delta: SegmentCounters): void;
   /** Each new segment, complete on disk, in the order of its rendition's playlist. */
   onSegment?(segment: { rendition: Rendition; file: string; uri: string; duration: number; seq: number; bytes: number }): void;
-  /** ffmpeg is gone and the playlists are final. Called once. */
+  /** ffmpeg is gone (the playlists stay as it left them: see endPlaylists). Called once. */
   onEnded(end: ProcessEnd): void;
+  /**
+   * Continue a pipeline of the same session that died: the last segment sequence number seen
+   * per rendition. The folder, master playlist and playlists are kept and appended to.
+   */
+  resumeFrom?: number[];
 }
 
 interface VariantState {
@@ -56,7 +61,14 @@ export class LivePipeline {
   readonly done = new Promise<void>((resolve) => (this.markDone = resolve));
 
   constructor(private readonly o: LivePipelineOptions) {
-    this.variants = o.renditions.map((rendition) => ({ rendition, lastSeq: -1 }));
+    this.variants = o.renditions.map((rendition, i) => ({ rendition, lastSeq: o.resumeFrom?.[i] ?? -1 }));
+    // A resumed pipeline serves the playlists its predecessor made playable.
+    this.playable = o.resumeFrom !== undefined;
+  }
+
+  /** The last segment sequence number seen per rendition (for a pipeline that resumes this one). */
+  get lastSeqs(): number[] {
+    return this.variants.map((v) => v.lastSeq);
   }
 
   get isPlayable(): boolean {
@@ -69,12 +81,12 @@ export class LivePipeline {
 
   start(): void {
     // A new session starts from a clean folder: no segment of an earlier session stays listed.
-    fs.rmSync(this.o.outDir, { recursive: true, force: true });
+    if (!this.o.resumeFrom) fs.rmSync(this.o.outDir, { recursive: true, force: true });
     for (const v of this.variants) fs.mkdirSync(variantDir(this.o.outDir, v.rendition), { recursive: true });
 
     this.process = spawnSupervised(this.o.registry, {
       command: this.o.ffmpegPath,
-      args: buildLiveArgs({ ...this.o, audioBitrate: AUDIO_BITRATE }),
+      args: buildLiveArgs({ ...this.o, audioBitrate: AUDIO_BITRATE, resume: this.o.resumeFrom !== undefined }),
       log: withoutStreamKey(this.o.log, this.o.inputUrl),
       name: "ffmpeg live",
       onStderrLine: (line) => {
@@ -178,7 +190,15 @@ export class LivePipeline {
     this.finished = true;
     clearInterval(this.timer);
     for (const w of this.watchers) w.close();
-    // ffmpeg writes #EXT-X-ENDLIST when it ends cleanly; after a crash or a kill, we do.
+    this.markDone();
+    this.o.onEnded(end);
+  }
+
+  /**
+   * The session is over: every playlist ends (ffmpeg writes #EXT-X-ENDLIST when it ends
+   * cleanly; after a crash or a kill, we do), and a session that never played leaves nothing.
+   */
+  endPlaylists(): void {
     for (const v of this.variants) {
       const file = variantPlaylist(this.o.outDir, v.rendition);
       try {
@@ -190,8 +210,6 @@ export class LivePipeline {
       }
     }
     if (!this.playable) fs.rmSync(this.o.outDir, { recursive: true, force: true });
-    this.markDone();
-    this.o.onEnded(end);
   }
 }
 

@@ -27,6 +27,8 @@ export interface LiveSessionMetrics {
   progress(mediaSeconds: number): void;
   /** Called once; `reason` is the session's end reason. */
   ended(reason: string): void;
+  /** Its pipeline died under a live publisher and is being restarted. */
+  pipelineRestarted(): void;
 }
 
 /** The hooks of the HTTP app. */
@@ -110,7 +112,12 @@ export function createMetrics(sources: MetricSources): Metrics {
   });
   const pipelineFailures = new Counter({
     name: "onair_pipeline_failures_total",
-    help: "Live sessions ended because their ffmpeg pipeline failed (onair does not restart a pipeline: the publisher is disconnected and may reconnect).",
+    help: "Live sessions ended because their ffmpeg pipeline failed after its restarts (the publisher is disconnected and may reconnect).",
+    registers: [registry],
+  });
+  const pipelineRestarts = new Counter({
+    name: "onair_pipeline_restarts_total",
+    help: "Pipelines restarted after their ffmpeg died under a live publisher.",
     registers: [registry],
   });
   const webhookDeliveries = new Counter({
@@ -181,6 +188,7 @@ export function createMetrics(sources: MetricSources): Metrics {
           s.mediaSeconds += mediaSeconds;
           s.media.add(now(), s.mediaSeconds);
         },
+        pipelineRestarted: () => pipelineRestarts.inc(),
         ended: (reason) => {
           if (!live.delete(sessionId)) return;
           if (reason === "pipeline failed") pipelineFailures.inc();

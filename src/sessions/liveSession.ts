@@ -30,6 +30,12 @@ export type EndReason = "publisher left" | "suspended" | "deleted" | "terminated
 /** How long ffmpeg gets to see end-of-stream and finish its playlists before it is stopped. */
 const PUBLISHER_GONE_GRACE_MS = 1200;
 
+/** A pipeline that dies under a live publisher is restarted this many times, then the session ends. */
+export const MAX_PIPELINE_RESTARTS = 3;
+
+/** Wait before restart n (0-based): 0.5 s, 1 s, 2 s. Short: viewers are waiting. */
+export const restartDelayMs = (n: number) => 500 * 2 ** n;
+
 /**
  * One accepted publish, from the RTMP publish to the end of its HLS: the session row and its
  * child stream object, the pipeline, isActive and stream.started/stream.idle (spec 3.1).
@@ -37,7 +43,10 @@ const PUBLISHER_GONE_GRACE_MS = 1200;
 export class LiveSession {
   readonly session: SessionRecord;
   readonly info: LiveSessionInfo;
-  private readonly pipeline: LivePipeline;
+  private pipeline: LivePipeline;
+  private restarts = 0;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private lastEnd: ProcessEnd | undefined;
   private readonly log: Logger;
   private readonly metrics: LiveSessionMetrics | undefined;
   private started = false;
@@ -66,14 +75,20 @@ export class LiveSession {
       sourceUrl: deps.rtmpInputUrl(stream.streamKey!),
       log: this.log,
     };
-    this.pipeline = new LivePipeline({
+    this.pipeline = this.newPipeline();
+  }
+
+  private newPipeline(resumeFrom?: number[]): LivePipeline {
+    const { deps } = this;
+    return new LivePipeline({
       ffmpegPath: deps.ffmpegPath,
       inputUrl: this.info.sourceUrl,
       outDir: this.info.hlsDir,
       renditions: this.info.renditions,
       segmentSeconds: deps.segmentSeconds,
       listSize: deps.listSize,
-      segmentPrefix: this.session.id.slice(0, 8),
+      // A restarted pipeline writes new names: cached segments of the old one stay valid.
+      segmentPrefix: this.session.id.slice(0, 8) + (resumeFrom ? `r${this.restarts}` : ""),
       log: this.log,
       registry: deps.registry,
       onPlayable: () => this.playable(),
@@ -84,7 +99,8 @@ export class LiveSession {
       onSegment: (segment) => {
         for (const o of deps.observers) o.segmentWritten?.(this.info, segment);
       },
-      onEnded: (end) => this.ended(end),
+      onEnded: (end) => this.pipelineEnded(end),
+      resumeFrom,
     });
   }
 
@@ -101,6 +117,7 @@ export class LiveSession {
   publisherGone(): void {
     this.publisherConnected = false;
     this.endReason ??= "publisher left";
+    if (this.cancelRestart()) return;
     setTimeout(() => void this.pipeline.stop(1000), PUBLISHER_GONE_GRACE_MS).unref();
   }
 
@@ -111,12 +128,42 @@ export class LiveSession {
       this.publisherConnected = false;
       this.deps.disconnectPublisher(this.publisherId);
     }
-    await this.pipeline.stop(2000);
+    if (!this.cancelRestart()) await this.pipeline.stop(2000);
     await this.closed;
   }
 
+  /** A restart was waiting: the session ends instead. True when there was one. */
+  private cancelRestart(): boolean {
+    if (!this.restartTimer) return false;
+    clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
+    this.ended(this.lastEnd!);
+    return true;
+  }
+
+  /**
+   * ffmpeg exited. If it failed while the publisher is still pushing and nothing asked the
+   * session to end, start a new pipeline that continues the same playlists (bounded retries
+   * with back-off); otherwise the session ends.
+   */
+  private pipelineEnded(end: ProcessEnd): void {
+    this.lastEnd = end;
+    const failedUnderPublisher = this.endReason === undefined && this.publisherConnected && end.code !== 0;
+    if (!failedUnderPublisher || this.restarts >= MAX_PIPELINE_RESTARTS) return this.ended(end);
+    const delay = restartDelayMs(this.restarts);
+    this.log.warn({ attempt: this.restarts + 1, of: MAX_PIPELINE_RESTARTS, inMs: delay, code: end.code, signal: end.signal }, "pipeline died under a live publisher: restarting it");
+    this.metrics?.pipelineRestarted();
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      const resumeFrom = this.pipeline.isPlayable ? this.pipeline.lastSeqs : undefined;
+      this.restarts++;
+      this.pipeline = this.newPipeline(resumeFrom);
+      this.pipeline.start();
+    }, delay);
+  }
+
   private playable(): void {
-    if (this.endReason !== undefined) return;
+    if (this.endReason !== undefined || this.started) return;
     this.started = true;
     this.metrics?.playable();
     this.deps.store.streams.setActive([this.stream.id, this.session.id], true);
@@ -129,6 +176,7 @@ export class LiveSession {
     const reason = this.endReason ?? (end.code === 0 ? "publisher left" : "pipeline failed");
     this.endReason = reason;
     this.metrics?.ended(reason);
+    this.pipeline.endPlaylists();
     const { store } = this.deps;
     store.sessions.end(this.session.id);
     store.streams.setActive([this.stream.id, this.session.id], false);

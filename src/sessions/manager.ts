@@ -7,7 +7,11 @@ import { writeAtomically } from "../media/livePipeline";
 import { withEndlist } from "../media/playlists";
 import { LiveSession, type LiveSessionDeps } from "./liveSession";
 
-export type SessionManagerDeps = Omit<LiveSessionDeps, "ffmpegPath"> & { ffmpegPath: string | undefined };
+export type SessionManagerDeps = Omit<LiveSessionDeps, "ffmpegPath"> & {
+  ffmpegPath: string | undefined;
+  /** MAX_LIVE_STREAMS_PER_USER: concurrent publishes of one user's streams; unlimited when absent. */
+  maxLiveStreamsPerUser?: number;
+};
 
 /**
  * The hub of live media (STYLE.md): ingest asks it to admit and start publishes, the API asks
@@ -32,6 +36,13 @@ export class SessionManager implements IngestHandlers, LiveControl {
     if (!stream) return "unknown stream key";
     if (stream.suspended) return `stream ${stream.id} is suspended`;
     if (this.byStream.has(stream.id)) return `stream ${stream.id} is already live`;
+    const max = this.deps.maxLiveStreamsPerUser;
+    if (max !== undefined) {
+      // Sessions still winding down count too: their pipelines are still running.
+      let live = 0;
+      for (const s of this.byStream.values()) if (s.stream.userId === stream.userId) live++;
+      if (live >= max) return `user ${stream.userId} already has ${live} live streams, the limit (MAX_LIVE_STREAMS_PER_USER=${max}); stream ${stream.id} refused`;
+    }
     return undefined;
   }
 

@@ -1,0 +1,91 @@
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { MAX_PIPELINE_RESTARTS } from "../../src/sessions/liveSession";
+import { pushTestStream, waitFor } from "../helpers/media";
+import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
+
+let t: TestServer;
+let api: Api;
+const events: { event: string; stream: { id: string } }[] = [];
+let receiver: http.Server;
+
+beforeAll(async () => {
+  receiver = http.createServer((req, res) => {
+    let raw = "";
+    req.on("data", (c: Buffer) => (raw += c.toString()));
+    req.on("end", () => {
+      events.push(JSON.parse(raw));
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+  t = await startTestServer({ HLS_SEGMENT_SECONDS: "1" });
+  api = apiClient(t.apiUrl, t.key);
+  await api("POST", "/webhook", { name: "faults", url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`, events: ["stream.started", "stream.idle"] });
+});
+afterAll(async () => {
+  await t.stop();
+  await new Promise((r) => receiver.close(r));
+});
+
+const eventsOf = (id: string) => events.filter((e) => e.stream.id === id).map((e) => e.event);
+const pipelinePid = (): number | undefined => t.server.processes.pids()[0];
+/** The pipeline's pid once it differs from `previous`. */
+const newPipelinePid = (previous: number | undefined) => {
+  const pid = pipelinePid();
+  return pid !== undefined && pid !== previous ? pid : undefined;
+};
+const playlist = async (playbackId: string) => (await fetch(`http://127.0.0.1:${t.server.port}/hls/${playbackId}/0/index.m3u8`)).text();
+
+describe("pipeline faults", () => {
+  it("kill -9 of the pipeline's ffmpeg: it restarts, the playlist goes on, state and events stay consistent", async () => {
+    const s = (await api("POST", "/stream", { name: "restart" })).body;
+    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 12 });
+    await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
+    const before = await playlist(s.playbackId);
+    const pid = pipelinePid()!;
+    process.kill(pid, "SIGKILL");
+
+    const restarted = await waitFor("a new pipeline", () => newPipelinePid(pid), 5000);
+    expect(restarted).not.toBe(pid);
+    // The same playlist continues past the seam; players are told of the discontinuity.
+    const after = await waitFor("segments after the restart", async () => {
+      const text = await playlist(s.playbackId);
+      return text.includes("#EXT-X-DISCONTINUITY") && /r1_\d+\.ts\s*$/m.test(text) && text;
+    }, 10_000);
+    expect(after).not.toContain("#EXT-X-ENDLIST");
+    expect(before.split("\n").find((l) => l.endsWith(".ts"))).toBeDefined();
+    expect((await api("GET", `/stream/${s.id}`)).body.isActive).toBe(true);
+
+    expect((await push.exited).code).toBe(0);
+    await waitFor("idle", async () => !(await api("GET", `/stream/${s.id}`)).body.isActive, 5000);
+    await waitFor("stream.idle delivered", () => eventsOf(s.id).includes("stream.idle"), 5000);
+    expect(eventsOf(s.id)).toEqual(["stream.started", "stream.idle"]);
+    const sessions = (await api("GET", `/stream/${s.id}/sessions`)).body;
+    expect(sessions).toHaveLength(1);
+    expect(sessions[0].sourceSegmentsDuration).toBeGreaterThan(7);
+    expect(await playlist(s.playbackId)).toMatch(/#EXT-X-ENDLIST\s*$/);
+    expect(t.server.processes.size).toBe(0);
+  });
+
+  it("a pipeline that keeps dying ends the session cleanly after the last restart", async () => {
+    const s = (await api("POST", "/stream", { name: "doomed pipeline" })).body;
+    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 60 });
+    await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
+    let last: number | undefined;
+    for (let i = 0; i <= MAX_PIPELINE_RESTARTS; i++) {
+      const pid = await waitFor(`pipeline ${i + 1}`, () => newPipelinePid(last), 10_000);
+      last = pid;
+      process.kill(pid, "SIGKILL");
+    }
+    // After the last restart the session ends: the publisher is cut off, the stream goes idle.
+    const end = await push.exited;
+    expect(end.code).not.toBe(0);
+    await waitFor("idle", async () => !(await api("GET", `/stream/${s.id}`)).body.isActive, 5000);
+    await waitFor("stream.idle delivered", () => eventsOf(s.id).includes("stream.idle"), 5000);
+    expect(eventsOf(s.id)).toEqual(["stream.started", "stream.idle"]);
+    expect(t.server.processes.size).toBe(0);
+    const [session] = (await api("GET", `/stream/${s.id}/sessions`)).body;
+    expect(session.isActive).toBe(false);
+  });
+});
