@@ -32,3 +32,15 @@ export function describeIssues(where: string, error: z.ZodError): string[] {
     return `${prefix}${issue.message}`;
   });
 }
+
+/**
+ * The router's refusal of a path segment that is not valid percent-encoding (`/stream/%ZZ`):
+ * a URIError it marks with status 400. Without this it would reach the error handler as an
+ * unknown error, a 500.
+ */
+export function malformedPathError(err: unknown): ApiError | undefined {
+  if (err instanceof URIError && (err as { status?: unknown }).status === 400) {
+    return new ApiError(400, ["malformed request path: a segment is not valid percent-encoding"]);
+  }
+  return undefined;
+}

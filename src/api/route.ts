@@ -1,6 +1,6 @@
-import type { Request, Response, Router } from "express";
+import type { NextFunction, Request, Response, Router } from "express";
 import type { z } from "zod";
-import { ApiError, describeIssues } from "./errors";
+import { ApiError, describeIssues, malformedPathError } from "./errors";
 
 export type Method = "get" | "post" | "put" | "patch" | "delete";
 
@@ -72,6 +72,8 @@ export function mountRoutes(router: Router, routes: Route[], authenticate: (req:
       else res.status(result.status).json(result.body);
     });
   }
+  // Matching a route decodes its params; a bad `%` escape fails there, before any handler runs.
+  router.use((err: unknown, _req: Request, _res: Response, next: NextFunction) => next(malformedPathError(err) ?? err));
 }
 
 /** `/stream/:id` → a regex for the path as requested. */

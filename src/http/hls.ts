@@ -1,6 +1,7 @@
 import path from "node:path";
 import express, { type Response } from "express";
 import type { Store } from "../db";
+import { malformedPathIsNotFound } from "./malformedPath";
 
 // Live HLS at /hls/<playbackId>/index.m3u8 (master) and /hls/<playbackId>/<n>/<file>.
 
@@ -45,5 +46,6 @@ export function hlsRouter(store: Store, hlsDir: string): express.Router {
     if (!VARIANT.test(variant) || !FILE.test(file)) return notFound(res);
     send(res, playbackId, [variant, file]);
   });
+  router.use(malformedPathIsNotFound);
   return router;
 }

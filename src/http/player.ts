@@ -1,5 +1,6 @@
 import express, { type Request, type Response } from "express";
 import type { Store } from "../db";
+import { malformedPathIsNotFound } from "./malformedPath";
 import { escapeHtml, renderPage, sendPage, serveAsset } from "./pages";
 
 // The viewer's page: /play/<playbackId> plays the live stream (offline until it goes live, then
@@ -61,5 +62,6 @@ export function playerRouter(store: Store): express.Router {
     const title = `${stream.name} · recording of ${new Date(record.createdAt).toISOString().slice(0, 16).replace("T", " ")} UTC`;
     sendPage(res, 200, renderPlayer({ title, playbackId, src: `/recordings/${record.id}/index.m3u8`, kind: "vod" }), { framable: true });
   });
+  router.use(malformedPathIsNotFound);
   return router;
 }

@@ -1,6 +1,7 @@
 import path from "node:path";
 import express, { type Response } from "express";
 import type { Store } from "../db";
+import { malformedPathIsNotFound } from "./malformedPath";
 
 // Recordings at /recordings/<sessionId>/index.m3u8 (master), /<n>/index.m3u8 and segments,
 // and /recordings/<sessionId>/output.mp4, with HTTP ranges (players seek in the MP4).
@@ -38,5 +39,6 @@ export function recordingsRouter(store: Store, recordingsDir: string): express.R
     if (!VARIANT.test(variant) || !FILE.test(file)) return notFound(res);
     send(res, sessionId, [variant, file]);
   });
+  router.use(malformedPathIsNotFound);
   return router;
 }
