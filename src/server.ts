@@ -111,6 +111,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     disconnectPublisher: (id) => ingest?.disconnect(id),
     observers: [recorder, multistream],
     metrics,
+    maxLiveStreamsPerUser: config.limits.maxLiveStreamsPerUser,
   });
   sessions.recoverAfterCrash();
   ingest = new RtmpIngest(sessions, log);
@@ -123,7 +124,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   }
   // --- end of live media ---
 
-  const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, live: sessions }, [
+  const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, live: sessions, limits: config.limits }, [
     hlsRouter(store, hlsDir),
     recordingsRouter(store, recordingsDir),
     healthRouter({

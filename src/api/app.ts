@@ -1,8 +1,10 @@
 import express, { type NextFunction, type Request, type Response } from "express";
+import { DEFAULT_LIMITS } from "../config";
 import { routeLabel, type HttpMetrics } from "../metrics";
 import type { ApiDeps } from "./deps";
 import { ApiError } from "./errors";
 import { buildOpenApi, renderDocsPage, type OpenApiDoc } from "./openapi";
+import { ApiRateLimiter } from "./rateLimit";
 import { allowedMethods, mountRoutes, type Route } from "./route";
 import { playbackRoutes } from "./routes/playback";
 import { sessionRoutes } from "./routes/sessions";
@@ -20,8 +22,13 @@ export function apiRoutes(deps: ApiDeps): Route[] {
   return [...streamRoutes(deps), ...sessionRoutes(deps), ...targetRoutes(deps), ...webhookRoutes(deps), ...webhookLogRoutes(deps), ...playbackRoutes(deps)];
 }
 
-/** `authorization: Bearer <key>` → the key's user, or a 401 (spec section 5). */
+/**
+ * `authorization: Bearer <key>` → the key's user, or a 401 (spec section 5); then the key's
+ * rate limit, or a 429. Only known keys are counted: a 401 costs no key anything.
+ */
 function authenticator(deps: ApiDeps) {
+  const limits = deps.limits ?? DEFAULT_LIMITS;
+  const limiter = new ApiRateLimiter({ perSecond: limits.apiRatePerSecond, burst: limits.apiRateBurst });
   return (req: Request): string => {
     const header = req.get("authorization");
     if (!header) throw new ApiError(401, ["missing authorization header: send `authorization: Bearer <API key>`"]);
@@ -29,6 +36,11 @@ function authenticator(deps: ApiDeps) {
     if (!match) throw new ApiError(401, ["authorization header must be `Bearer <API key>`"]);
     const userId = deps.store.apiKeys.userIdForKey(match[1]!);
     if (!userId) throw new ApiError(401, ["invalid API key"]);
+    const retryAfter = limiter.take(match[1]!);
+    if (retryAfter !== undefined) {
+      deps.log.debug({ userId, retryAfter }, "API rate limit exceeded");
+      throw new ApiError(429, [`rate limit exceeded: at most ${limits.apiRatePerSecond} requests per second (burst ${limits.apiRateBurst}) per API key; retry after ${retryAfter} s`], { "retry-after": String(retryAfter) });
+    }
     return userId;
   };
 }

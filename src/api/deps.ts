@@ -1,3 +1,4 @@
+import type { LimitSettings } from "../config";
 import type { Store } from "../db";
 import type { Logger } from "../log";
 
@@ -15,4 +16,6 @@ export interface ApiDeps {
   /** PUBLIC_URL, known once the server has bound its port. */
   publicUrl(): string;
   live: LiveControl;
+  /** API rate limit and per-stream caps (config `limits`); DEFAULT_LIMITS when absent. */
+  limits?: LimitSettings;
 }

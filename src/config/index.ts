@@ -68,6 +68,29 @@ const flag = (name: string) =>
       return z.NEVER;
     });
 
+/** Per-key API rate limit and per-stream and per-user caps (issue 8: abuse limits). */
+export interface LimitSettings {
+  /** Tokens added to each API key's bucket per second; 0 turns the rate limit off. */
+  apiRatePerSecond: number;
+  /** Requests a key may send at once after being idle (the bucket's size). */
+  apiRateBurst: number;
+  maxProfilesPerStream: number;
+  maxTargetsPerStream: number;
+  /** Concurrent live publishes of one user's streams. */
+  maxLiveStreamsPerUser: number;
+}
+
+export const DEFAULT_LIMITS: LimitSettings = {
+  apiRatePerSecond: 50,
+  apiRateBurst: 100,
+  maxProfilesPerStream: 10,
+  maxTargetsPerStream: 10,
+  maxLiveStreamsPerUser: 10,
+};
+
+/** Highest accepted MAX_PROFILES_PER_STREAM and MAX_TARGETS_PER_STREAM: each is an ffmpeg output. */
+export const MAX_LIMIT_SETTING = 100;
+
 const envSchema = z.object({
   PORT: port("PORT", 8080),
   RTMP_PORT: port("RTMP_PORT", 1935),
@@ -106,6 +129,13 @@ const envSchema = z.object({
     .transform((v) => (v === undefined || v === "" ? undefined : v)),
   HLS_SEGMENT_SECONDS: integer("HLS_SEGMENT_SECONDS", 2, 1, 10, " (seconds)"),
   HLS_LIST_SIZE: integer("HLS_LIST_SIZE", 6, 2, 30),
+  // Abuse limits (issue 8). The rate defaults leave room for a busy dashboard or SDK script:
+  // a client has to keep up more than 50 requests a second, or send 100 at once, to see a 429.
+  API_RATE_LIMIT: integer("API_RATE_LIMIT", DEFAULT_LIMITS.apiRatePerSecond, 0, 100_000, " (requests per second; 0 disables)"),
+  API_RATE_BURST: integer("API_RATE_BURST", DEFAULT_LIMITS.apiRateBurst, 1, 1_000_000, " (requests)"),
+  MAX_PROFILES_PER_STREAM: integer("MAX_PROFILES_PER_STREAM", DEFAULT_LIMITS.maxProfilesPerStream, 1, MAX_LIMIT_SETTING),
+  MAX_TARGETS_PER_STREAM: integer("MAX_TARGETS_PER_STREAM", DEFAULT_LIMITS.maxTargetsPerStream, 0, MAX_LIMIT_SETTING),
+  MAX_LIVE_STREAMS_PER_USER: integer("MAX_LIVE_STREAMS_PER_USER", DEFAULT_LIMITS.maxLiveStreamsPerUser, 1, 10_000),
   LOG_LEVEL: z
     .string()
     .optional()
@@ -139,6 +169,7 @@ export interface Config {
   /** Namespace of onair's keys in Redis (BullMQ's prefix). */
   redisPrefix: string;
   webhooks: WebhookSettings;
+  limits: LimitSettings;
 }
 
 export interface WebhookSettings {
@@ -188,6 +219,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       retryWindowMs: e.WEBHOOK_RETRY_WINDOW_MS,
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       concurrency: e.WEBHOOK_CONCURRENCY,
+    },
+    limits: {
+      apiRatePerSecond: e.API_RATE_LIMIT,
+      apiRateBurst: e.API_RATE_BURST,
+      maxProfilesPerStream: e.MAX_PROFILES_PER_STREAM,
+      maxTargetsPerStream: e.MAX_TARGETS_PER_STREAM,
+      maxLiveStreamsPerUser: e.MAX_LIVE_STREAMS_PER_USER,
     },
   };
 }

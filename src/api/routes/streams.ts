@@ -1,6 +1,7 @@
+import { DEFAULT_LIMITS } from "../../config";
 import type { StreamRecord } from "../../db";
 import type { ApiDeps } from "../deps";
-import { badRequest, notFound, notImplemented } from "../errors";
+import { badRequest, notFound, notImplemented, unprocessable } from "../errors";
 import { parseStreamFilters } from "../filters";
 import { decodeCursor } from "../pagination";
 import { presentStream } from "../present";
@@ -21,8 +22,26 @@ function checkPlaybackPolicy(p: z.output<typeof playbackPolicy> | null | undefin
   return { type: "public" };
 }
 
+/**
+ * MAX_PROFILES_PER_STREAM and MAX_TARGETS_PER_STREAM (issue 8: abuse limits): each profile and
+ * each target is another ffmpeg output. A 422 like a schema failure, naming the setting.
+ */
+function checkCaps(body: { profiles?: unknown[] | null; multistream?: { targets: unknown[] } }, limits: { maxProfilesPerStream: number; maxTargetsPerStream: number }): void {
+  const problems: string[] = [];
+  const profileCount = body.profiles?.length ?? 0;
+  if (profileCount > limits.maxProfilesPerStream) {
+    problems.push(`profiles: at most ${limits.maxProfilesPerStream} profiles per stream (MAX_PROFILES_PER_STREAM), got ${profileCount}`);
+  }
+  const targetCount = body.multistream?.targets.length ?? 0;
+  if (targetCount > limits.maxTargetsPerStream) {
+    problems.push(`multistream.targets: at most ${limits.maxTargetsPerStream} multistream targets per stream (MAX_TARGETS_PER_STREAM), got ${targetCount}`);
+  }
+  if (problems.length > 0) throw unprocessable(...problems);
+}
+
 export function streamRoutes(deps: ApiDeps): Route[] {
   const { store } = deps;
+  const limits = deps.limits ?? DEFAULT_LIMITS;
   const present = (s: StreamRecord) => presentStream(s, s.parentId ? [] : store.streamTargets.listForStream(s.id));
 
   /** The caller's stream, parent or child; anything else is a 404. */
@@ -49,6 +68,7 @@ export function streamRoutes(deps: ApiDeps): Route[] {
       responses: { 201: { description: "The new stream", schema: streamObject }, 422: { description: "Invalid body", schema: errorBody } },
       handle: ({ userId, body }) => {
         if (body.pull !== undefined) throw notImplemented("pull streams are not supported: push RTMP to the ingest URL instead");
+        checkCaps(body, limits);
         const policy = checkPlaybackPolicy(body.playbackPolicy);
         const profiles = body.profiles ?? [];
         const stream = store.db.transaction(() => {
@@ -92,6 +112,7 @@ export function streamRoutes(deps: ApiDeps): Route[] {
       body: streamPatchBody,
       responses: { 204: { description: "Updated" }, 400: { description: "A child stream object", schema: errorBody }, 404: notFoundResponse, 422: { description: "Invalid body", schema: errorBody } },
       handle: ({ userId, body, params }) => {
+        checkCaps(body, limits);
         const s = ownedParent(userId, params.id!, "historic child stream objects are read-only; update the parent stream");
         const policy = checkPlaybackPolicy(body.playbackPolicy);
         const profiles = body.profiles === undefined ? s.profiles : (body.profiles ?? []);

@@ -33,11 +33,11 @@ export const profile = z
   })
   .meta({ id: "Profile", description: "A rendition of the transcoding ladder." });
 
-export const MAX_PROFILES = 10;
-
+// How many profiles a stream may have is a setting (MAX_PROFILES_PER_STREAM), checked by the
+// stream routes against the config, so this schema stays static for the OpenAPI document.
 export const profiles = z
   .array(profile)
-  .max(MAX_PROFILES, `at most ${MAX_PROFILES} profiles per stream`)
+  .describe("at most MAX_PROFILES_PER_STREAM (default 10) profiles")
   .superRefine((list, ctx) => {
     const seen = new Set<string>();
     list.forEach((p, i) => {

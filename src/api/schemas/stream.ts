@@ -1,8 +1,6 @@
 import { z } from "zod";
 import { expected, profile, profiles, queryFlag, listQuery, targetUrl } from "./common";
 
-export const MAX_TARGETS_PER_STREAM = 10;
-
 export const playbackPolicy = z
   .object({
     type: z.enum(["public", "jwt", "webhook"]),
@@ -36,7 +34,8 @@ export const multistreamInput = z
   .object({
     targets: z
       .array(targetRefInput)
-      .max(MAX_TARGETS_PER_STREAM, `at most ${MAX_TARGETS_PER_STREAM} multistream targets per stream`)
+      // The cap is a setting (MAX_TARGETS_PER_STREAM), checked by the stream routes.
+      .describe("at most MAX_TARGETS_PER_STREAM (default 10) targets")
       .default([]),
   })
   .meta({ id: "MultistreamInput", description: "The stream's multistream target references, as a whole." });
