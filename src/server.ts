@@ -137,6 +137,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     dashboardRouter(() => rtmpPublicUrl(config, rtmpPort)),
   ], metrics);
   const server = http.createServer(app);
+  // Requests Node's parser refuses before Express sees them (headers or URL over 16 KiB, bad
+  // syntax) still get the API's error body rather than a bare status line.
+  server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
+    if (!socket.writable) return socket.destroy();
+    const status = err.code === "HPE_HEADER_OVERFLOW" ? 431 : 400;
+    const body = JSON.stringify({ errors: [status === 431 ? "request headers or URL too large (16 KiB at most)" : "malformed HTTP request"] });
+    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  });
   server.keepAliveTimeout = 65_000;
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

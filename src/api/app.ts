@@ -88,7 +88,8 @@ export function createApp(deps: ApiDeps, more: express.Router[] = [], metrics?: 
       // The route pattern that matched (`/api/stream/:id`), never the raw path: ids would make
       // a new series per object.
       metrics?.httpRequest(req.method, routeLabel(req.baseUrl, req.route?.path), res.statusCode, ms / 1000);
-      deps.log.debug({ method: req.method, path: req.path, status: res.statusCode, ms: Math.round(ms * 10) / 10 }, "http request");
+      // originalUrl: req.path is relative to the router that last handled the request.
+      deps.log.debug({ method: req.method, path: req.originalUrl.split("?")[0], status: res.statusCode, ms: Math.round(ms * 10) / 10 }, "http request");
     });
     next();
   });
@@ -120,7 +121,7 @@ export function createApp(deps: ApiDeps, more: express.Router[] = [], metrics?: 
       return;
     }
     // A 500 is a bug: say so to the client briefly and to the operator fully.
-    deps.log.error({ err, method: req.method, path: req.path }, "unexpected error while handling a request");
+    deps.log.error({ err, method: req.method, path: req.originalUrl.split("?")[0] }, "unexpected error while handling a request");
     res.status(500).json({ errors: ["internal error; the server log has the details"] });
   });
   return app;

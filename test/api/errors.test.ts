@@ -129,3 +129,17 @@ describe("OpenAPI", () => {
     expect(html).toContain("NewStreamPayload");
   });
 });
+
+describe("requests the HTTP parser refuses", () => {
+  let t2: TestServer;
+  beforeAll(async () => {
+    t2 = await startTestServer();
+  });
+  afterAll(() => t2.stop());
+
+  it("a URL over 16 KiB gets 431 with the error body", async () => {
+    const res = await fetch(`${t2.apiUrl}/stream?filters=${"x".repeat(20_000)}`, { headers: { authorization: `Bearer ${t2.key}` } });
+    expect(res.status).toBe(431);
+    expect(((await res.json()) as { errors: string[] }).errors[0]).toMatch(/too large/);
+  });
+});
