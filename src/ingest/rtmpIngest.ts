@@ -30,6 +30,8 @@ const NMS_CONFIG = { rtmp: { chunk_size: 60000, gop_cache: true, ping: 30, ping_
 
 export const INGEST_APP = "live";
 
+const IDLE_TIMEOUT_MS = 15_000;
+
 export interface IngestHandlers {
   /**
    * Decides on a publish while the publisher waits: undefined accepts, a string is the
@@ -70,6 +72,9 @@ export class RtmpIngest {
     this.on("doneConnect", (id: string) => this.ours.delete(id));
 
     const server = net.createServer((socket) => {
+      // A connection that goes quiet (garbage, a stalled client, a half-open socket) is
+      // dropped; publishers and the pipeline's pulls carry media all the time.
+      socket.setTimeout(IDLE_TIMEOUT_MS, () => socket.destroy());
       const session = new NodeRtmpSession(NMS_CONFIG, socket);
       this.ours.set(session.id, session);
       session.run();

@@ -51,7 +51,7 @@ export class LiveSession {
   private readonly metrics: LiveSessionMetrics | undefined;
   private started = false;
   private endReason: EndReason | undefined;
-  private publisherConnected = true;
+  private publisherIsConnected = true;
   private markClosed!: () => void;
   /** Resolves when the session has ended and its state and events are written. */
   readonly closed = new Promise<void>((resolve) => (this.markClosed = resolve));
@@ -109,13 +109,18 @@ export class LiveSession {
     this.pipeline.start();
   }
 
+  /** Its publisher is still pushing (no one may take over the stream). */
+  get publisherConnected(): boolean {
+    return this.publisherIsConnected;
+  }
+
   get isLive(): boolean {
     return this.started && this.endReason === undefined;
   }
 
   /** The publisher left: ffmpeg gets end-of-stream and finishes; make sure it does, promptly. */
   publisherGone(): void {
-    this.publisherConnected = false;
+    this.publisherIsConnected = false;
     this.endReason ??= "publisher left";
     if (this.cancelRestart()) return;
     setTimeout(() => void this.pipeline.stop(1000), PUBLISHER_GONE_GRACE_MS).unref();
@@ -124,8 +129,8 @@ export class LiveSession {
   /** Ends the session now: the publisher is disconnected and the pipeline stopped. */
   async stop(reason: EndReason): Promise<void> {
     this.endReason ??= reason;
-    if (this.publisherConnected) {
-      this.publisherConnected = false;
+    if (this.publisherIsConnected) {
+      this.publisherIsConnected = false;
       this.deps.disconnectPublisher(this.publisherId);
     }
     if (!this.cancelRestart()) await this.pipeline.stop(2000);
@@ -148,7 +153,7 @@ export class LiveSession {
    */
   private pipelineEnded(end: ProcessEnd): void {
     this.lastEnd = end;
-    const failedUnderPublisher = this.endReason === undefined && this.publisherConnected && end.code !== 0;
+    const failedUnderPublisher = this.endReason === undefined && this.publisherIsConnected && end.code !== 0;
     if (!failedUnderPublisher || this.restarts >= MAX_PIPELINE_RESTARTS) return this.ended(end);
     const delay = restartDelayMs(this.restarts);
     this.log.warn({ attempt: this.restarts + 1, of: MAX_PIPELINE_RESTARTS, inMs: delay, code: end.code, signal: end.signal }, "pipeline died under a live publisher: restarting it");
@@ -185,10 +190,10 @@ export class LiveSession {
     // stream.idle pairs with stream.started: exactly one for each.
     if (this.started) this.deps.events.raise("stream.idle", this.stream.id, { sessionId: this.session.id });
     for (const o of this.deps.observers) o.sessionEnded(this.info);
-    if (this.publisherConnected) {
+    if (this.publisherIsConnected) {
       // The pipeline died under a live publisher: disconnect it, so that it reconnects into
       // a fresh session instead of pushing into nothing.
-      this.publisherConnected = false;
+      this.publisherIsConnected = false;
       this.deps.disconnectPublisher(this.publisherId);
     }
     this.onClosed(this);

@@ -21,6 +21,8 @@ export type SessionManagerDeps = Omit<LiveSessionDeps, "ffmpegPath"> & {
 export class SessionManager implements IngestHandlers, LiveControl {
   private readonly byStream = new Map<string, LiveSession>();
   private readonly byPublisher = new Map<string, LiveSession>();
+  /** A publisher that reconnected while its previous session was still ending, by stream id. */
+  private readonly successors = new Map<string, string>();
   private shuttingDown = false;
 
   constructor(private readonly deps: SessionManagerDeps) {}
@@ -35,7 +37,10 @@ export class SessionManager implements IngestHandlers, LiveControl {
     const stream = this.deps.store.streams.getByStreamKey(streamKey);
     if (!stream) return "unknown stream key";
     if (stream.suspended) return `stream ${stream.id} is suspended`;
-    if (this.byStream.has(stream.id)) return `stream ${stream.id} is already live`;
+    // A publisher that dropped and reconnects at once (OBS does) takes over as soon as the
+    // previous session has finished; a second publisher next to a live one is refused.
+    const current = this.byStream.get(stream.id);
+    if ((current && current.publisherConnected) || this.successors.has(stream.id)) return `stream ${stream.id} is already live`;
     const max = this.deps.maxLiveStreamsPerUser;
     if (max !== undefined) {
       // Sessions still winding down count too: their pipelines are still running.
@@ -48,8 +53,26 @@ export class SessionManager implements IngestHandlers, LiveControl {
 
   onPublishStart(publisherId: string, streamKey: string): void {
     const stream = this.deps.store.streams.getByStreamKey(streamKey);
+    const previous = stream && this.byStream.get(stream.id);
     // admit() ran a moment ago, synchronously: this only guards against a stream deleted since.
-    if (!stream || this.byStream.has(stream.id)) {
+    if (!stream || previous?.publisherConnected) {
+      this.deps.disconnectPublisher(publisherId);
+      return;
+    }
+    if (!previous) return this.begin(stream.id, publisherId);
+    // The reconnecting publisher waits (node-media-server holds its media) until the previous
+    // session has ended its playlists and raised stream.idle: one session at a time per stream.
+    this.successors.set(stream.id, publisherId);
+    void previous.closed.then(() => {
+      if (this.successors.get(stream.id) !== publisherId) return; // it left while waiting
+      this.successors.delete(stream.id);
+      this.begin(stream.id, publisherId);
+    });
+  }
+
+  private begin(streamId: string, publisherId: string): void {
+    const stream = this.deps.store.streams.get(streamId);
+    if (!stream || stream.suspended || this.shuttingDown) {
       this.deps.disconnectPublisher(publisherId);
       return;
     }
@@ -60,6 +83,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
   }
 
   onPublishEnd(publisherId: string): void {
+    for (const [streamId, waiting] of this.successors) if (waiting === publisherId) this.successors.delete(streamId);
     this.byPublisher.get(publisherId)?.publisherGone();
   }
 

@@ -1,0 +1,65 @@
+import http from "node:http";
+import net from "node:net";
+import type { AddressInfo } from "node:net";
+import { pushTestStream, waitFor } from "../helpers/media";
+import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
+
+let t: TestServer;
+let api: Api;
+const events: { event: string; stream: { id: string }; payload: { sessionId: string } }[] = [];
+let receiver: http.Server;
+
+beforeAll(async () => {
+  receiver = http.createServer((req, res) => {
+    let raw = "";
+    req.on("data", (c: Buffer) => (raw += c.toString()));
+    req.on("end", () => {
+      events.push(JSON.parse(raw));
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+  t = await startTestServer({ HLS_SEGMENT_SECONDS: "1" });
+  api = apiClient(t.apiUrl, t.key);
+  await api("POST", "/webhook", { name: "faults", url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`, events: ["stream.started", "stream.idle"] });
+});
+afterAll(async () => {
+  await t.stop();
+  await new Promise((r) => receiver.close(r));
+});
+
+describe("publisher faults", () => {
+  it("a publisher killed mid-stream that reconnects at once gets a fresh session, events paired", async () => {
+    const s = (await api("POST", "/stream", { name: "flaky uplink" })).body;
+    const url = `rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`;
+    const first = pushTestStream(url, { seconds: 30 });
+    await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
+    first.child.kill("SIGKILL");
+    await first.exited;
+    // Back within a second, as OBS reconnects: accepted, not refused as "already live".
+    const second = pushTestStream(url, { seconds: 4 });
+    await waitFor("a second session", async () => (await api("GET", `/stream/${s.id}/sessions`)).body.length === 2, 10_000);
+    await waitFor("isActive again", async () => (await api("GET", `/stream/${s.id}`)).body.isActive, 10_000);
+    expect((await second.exited).code).toBe(0);
+    await waitFor("idle", async () => !(await api("GET", `/stream/${s.id}`)).body.isActive, 5000);
+    await waitFor("two stream.idle", () => events.filter((e) => e.stream.id === s.id && e.event === "stream.idle").length === 2, 5000);
+
+    const mine = events.filter((e) => e.stream.id === s.id);
+    expect(mine.map((e) => e.event)).toEqual(["stream.started", "stream.idle", "stream.started", "stream.idle"]);
+    const [newer, older] = (await api("GET", `/stream/${s.id}/sessions`)).body;
+    expect(mine.map((e) => e.payload.sessionId)).toEqual([older.id, older.id, newer.id, newer.id]);
+    expect(t.server.processes.size).toBe(0);
+  });
+
+  it("garbage bytes on the RTMP port harm no one else", async () => {
+    const socket = net.connect(t.server.rtmpPort, "127.0.0.1");
+    await new Promise((r) => socket.once("connect", r));
+    socket.write(Buffer.from("GET / HTTP/1.1\r\nHost: x\r\n\r\n" + "\u0000\u00ff".repeat(5000), "binary"));
+    const s = (await api("POST", "/stream", { name: "next to garbage" })).body;
+    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 2 });
+    await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
+    expect((await push.exited).code).toBe(0);
+    socket.destroy();
+    expect((await api("GET", "/session")).status).toBe(200);
+  });
+});
