@@ -10,7 +10,7 @@ import { dashboardRouter, hlsRouter, playerRouter, recordingsRouter } from "./ht
 import { INGEST_APP, RtmpIngest } from "./ingest";
 import { locateFfmpeg, ProcessRegistry, type FfmpegLocation } from "./media";
 import { MultistreamManager } from "./multistream";
-import { healthRouter, probeDatabaseWritable, probeFfmpeg } from "./health";
+import { healthRouter, probeDatabaseWritable, probeFfmpeg, probeStorageWritable } from "./health";
 import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "./metrics";
 import { finalizeHandler, FINALIZE_QUEUE, Recorder, type FinalizeJob } from "./recordings";
 import { SessionManager } from "./sessions";
@@ -129,6 +129,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     recordingsRouter(store, recordingsDir),
     healthRouter({
       database: () => probeDatabaseWritable(store.db),
+      storage: () => probeStorageWritable(hlsDir),
       ffmpeg: () => probeFfmpeg(ffmpeg?.path),
       rtmp: () => (ingest?.listening ? undefined : "the RTMP server is not listening"),
     }),

@@ -1,11 +1,12 @@
 import fs from "node:fs";
+import path from "node:path";
 import express from "express";
 import type { Db } from "../db";
 
 // Liveness and readiness, as orchestrators probe them: /healthz answers while the process
 // serves HTTP; /readyz says whether it can do its work (take a publish, write state).
 
-export const READINESS_CHECKS = ["database", "ffmpeg", "rtmp"] as const;
+export const READINESS_CHECKS = ["database", "storage", "ffmpeg", "rtmp"] as const;
 export type ReadinessCheck = (typeof READINESS_CHECKS)[number];
 
 /** Each check throws (or returns a message) when it fails; returns nothing when it passes. */
@@ -51,6 +52,31 @@ export function probeDatabaseWritable(db: Db, lockWaitMs = 1000): string | void 
   } finally {
     db.pragma(`busy_timeout = ${previous}`);
   }
+}
+
+/** Below this, live segments and recordings would soon fail to write. */
+export const MIN_FREE_BYTES = 64 * 1024 * 1024;
+
+/** Free space on the data directory's file system → a reason it is not enough (pure). */
+export function judgeFreeSpace(freeBytes: number, minFreeBytes = MIN_FREE_BYTES): string | void {
+  if (freeBytes < minFreeBytes) return `only ${Math.floor(freeBytes / (1024 * 1024))} MiB free on the data directory (at least ${minFreeBytes / (1024 * 1024)} MiB needed)`;
+}
+
+/**
+ * The folder media is written to (`DATA_DIR/hls`) takes a file, and its file system has room:
+ * a full or read-only disk ends live sessions, and should take this server out of rotation.
+ */
+export function probeStorageWritable(dir: string, minFreeBytes = MIN_FREE_BYTES): string | void {
+  const probe = path.join(dir, `.readyz-${process.pid}`);
+  try {
+    fs.mkdirSync(dir, { recursive: true });
+    fs.writeFileSync(probe, "ok");
+    fs.rmSync(probe, { force: true });
+  } catch (err) {
+    return `cannot write to ${dir}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+  }
+  const stats = fs.statfsSync(dir);
+  return judgeFreeSpace(stats.bavail * stats.bsize, minFreeBytes);
 }
 
 /** The ffmpeg found at start is still there and executable. */

@@ -1,3 +1,5 @@
+import path from "node:path";
+import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { pushTestStream, waitFor } from "../helpers/media";
@@ -44,7 +46,7 @@ describe("health", () => {
     expect(await live.json()).toEqual({ status: "ok" });
     const ready = await fetch(`${base}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: "ok", checks: { database: "ok", ffmpeg: "ok", rtmp: "ok" } });
+    expect(await ready.json()).toEqual({ status: "ok", checks: { database: "ok", storage: "ok", ffmpeg: "ok", rtmp: "ok" } });
   });
 });
 
@@ -104,6 +106,24 @@ describe("GET /metrics during a live push", () => {
   });
 });
 
+describe("readiness when the media folder cannot be written", () => {
+  it("/readyz is 503 naming storage while DATA_DIR/hls cannot take a file", async () => {
+    const hls = path.join(t.dataDir, "hls");
+    fs.rmSync(hls, { recursive: true, force: true });
+    fs.writeFileSync(hls, "not a folder"); // what a broken mount looks like to a writer
+    try {
+      const ready = await fetch(`${base}/readyz`);
+      expect(ready.status).toBe(503);
+      const body = (await ready.json()) as { checks: Record<string, string> };
+      expect(body.checks.storage).toMatch(/^cannot write to .*hls: E(NOTDIR|EXIST)/);
+      expect(body.checks.database).toBe("ok");
+    } finally {
+      fs.rmSync(hls, { force: true });
+    }
+    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+  });
+});
+
 describe("readiness when the database refuses writes", () => {
   // Last in this file: the server's own queue cannot write meanwhile either.
   it("/readyz is 503 naming the database, and ready again once it takes writes", async () => {
@@ -115,7 +135,7 @@ describe("readiness when the database refuses writes", () => {
       expect(ready.status).toBe(503);
       expect(await ready.json()).toEqual({
         status: "unavailable",
-        checks: { database: "not writable: attempt to write a readonly database", ffmpeg: "ok", rtmp: "ok" },
+        checks: { database: "not writable: attempt to write a readonly database", storage: "ok", ffmpeg: "ok", rtmp: "ok" },
       });
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
     } finally {

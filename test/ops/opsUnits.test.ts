@@ -1,7 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import express from "express";
-import { checkReadiness, healthRouter, judgeReadiness } from "../../src/health";
+import { checkReadiness, healthRouter, judgeReadiness, judgeFreeSpace } from "../../src/health";
 import { createMetrics, RateWindow, rateBetween, routeLabel } from "../../src/metrics";
 import { sampleValue } from "./prometheusText";
 
@@ -28,15 +28,22 @@ describe("rates over a trailing window", () => {
   });
 });
 
+describe("free space", () => {
+  it("is enough above the minimum, and says how much is left below it", () => {
+    expect(judgeFreeSpace(200 * 1024 * 1024)).toBeUndefined();
+    expect(judgeFreeSpace(10 * 1024 * 1024)).toBe("only 10 MiB free on the data directory (at least 64 MiB needed)");
+  });
+});
+
 describe("readiness", () => {
   it("is ready only when every check passes, and names what fails", () => {
-    expect(judgeReadiness({ database: undefined, ffmpeg: undefined, rtmp: undefined })).toEqual({
+    expect(judgeReadiness({ database: undefined, storage: undefined, ffmpeg: undefined, rtmp: undefined })).toEqual({
       status: 200,
-      body: { status: "ok", checks: { database: "ok", ffmpeg: "ok", rtmp: "ok" } },
+      body: { status: "ok", checks: { database: "ok", storage: "ok", ffmpeg: "ok", rtmp: "ok" } },
     });
-    expect(judgeReadiness({ database: undefined, ffmpeg: "not found", rtmp: undefined })).toEqual({
+    expect(judgeReadiness({ database: undefined, storage: undefined, ffmpeg: "not found", rtmp: undefined })).toEqual({
       status: 503,
-      body: { status: "unavailable", checks: { database: "ok", ffmpeg: "not found", rtmp: "ok" } },
+      body: { status: "unavailable", checks: { database: "ok", storage: "ok", ffmpeg: "not found", rtmp: "ok" } },
     });
   });
 
@@ -45,15 +52,16 @@ describe("readiness", () => {
       database: () => {
         throw new Error("disk I/O error");
       },
+      storage: () => undefined,
       ffmpeg: () => undefined,
       rtmp: () => "the RTMP server is not listening",
     });
     expect(r.status).toBe(503);
-    expect(r.body.checks).toEqual({ database: "disk I/O error", ffmpeg: "ok", rtmp: "the RTMP server is not listening" });
+    expect(r.body.checks).toEqual({ database: "disk I/O error", storage: "ok", ffmpeg: "ok", rtmp: "the RTMP server is not listening" });
   });
 
   it("answers /readyz 503 and /healthz 200 over HTTP when a check fails", async () => {
-    const app = express().use(healthRouter({ database: () => undefined, ffmpeg: () => undefined, rtmp: () => "the RTMP server is not listening" }));
+    const app = express().use(healthRouter({ database: () => undefined, storage: () => undefined, ffmpeg: () => undefined, rtmp: () => "the RTMP server is not listening" }));
     const server = http.createServer(app);
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -61,7 +69,7 @@ describe("readiness", () => {
       const ready = await fetch(`${base}/readyz`);
       expect(ready.status).toBe(503);
       expect(ready.headers.get("cache-control")).toBe("no-store");
-      expect(await ready.json()).toEqual({ status: "unavailable", checks: { database: "ok", ffmpeg: "ok", rtmp: "the RTMP server is not listening" } });
+      expect(await ready.json()).toEqual({ status: "unavailable", checks: { database: "ok", storage: "ok", ffmpeg: "ok", rtmp: "the RTMP server is not listening" } });
       const live = await fetch(`${base}/healthz`);
       expect(live.status).toBe(200);
       expect(await live.json()).toEqual({ status: "ok" });
