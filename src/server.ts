@@ -12,7 +12,7 @@ import { locateFfmpeg, ProcessRegistry, type FfmpegLocation } from "./media";
 import { MultistreamManager } from "./multistream";
 import { healthRouter, probeDatabaseWritable, probeFfmpeg, probeStorageWritable } from "./health";
 import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "./metrics";
-import { finalizeHandler, FINALIZE_QUEUE, Recorder, type FinalizeJob } from "./recordings";
+import { finalizeHandler, FINALIZE_QUEUE, Recorder, startRetention, type FinalizeJob } from "./recordings";
 import { SessionManager } from "./sessions";
 import { WEBHOOK_DELIVERY_QUEUE } from "./webhooks";
 
@@ -87,6 +87,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     enqueueFinalize: (sessionId) => running.queue.enqueue<FinalizeJob>(FINALIZE_QUEUE, { id: `finalize-${sessionId}`, data: { sessionId } }),
   });
   recorder.recoverAfterCrash();
+  const stopRetention = startRetention(store, recordingsDir, config.recordingsRetentionDays, log);
   // --- end of recordings ---
 
   // --- live media: RTMP ingest → session manager → one ffmpeg pipeline per session ---
@@ -118,6 +119,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   try {
     rtmpPort = await ingest.listen(config.rtmpPort, config.host);
   } catch (err) {
+    stopRetention();
     await stopEvents();
     store.close();
     throw new Error(`cannot listen for RTMP on ${config.host}:${config.rtmpPort}: ${(err as Error).message}`);
@@ -187,6 +189,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
           // Requests still running after 5 s are cut: shutdown must not hang on a slow client.
           setTimeout(() => server.closeAllConnections(), 5_000).unref();
         });
+        stopRetention();
         await stopEvents();
         await queueDepth?.close();
         store.close();

@@ -135,6 +135,8 @@ const envSchema = z.object({
   API_RATE_BURST: integer("API_RATE_BURST", DEFAULT_LIMITS.apiRateBurst, 1, 1_000_000, " (requests)"),
   MAX_PROFILES_PER_STREAM: integer("MAX_PROFILES_PER_STREAM", DEFAULT_LIMITS.maxProfilesPerStream, 1, MAX_LIMIT_SETTING),
   MAX_TARGETS_PER_STREAM: integer("MAX_TARGETS_PER_STREAM", DEFAULT_LIMITS.maxTargetsPerStream, 0, MAX_LIMIT_SETTING),
+  // 0 keeps recordings forever (the default: deleting a user's media is a choice to make).
+  RECORDINGS_RETENTION_DAYS: integer("RECORDINGS_RETENTION_DAYS", 0, 0, 36_500, " (days)"),
   MAX_LIVE_STREAMS_PER_USER: integer("MAX_LIVE_STREAMS_PER_USER", DEFAULT_LIMITS.maxLiveStreamsPerUser, 1, 10_000),
   LOG_LEVEL: z
     .string()
@@ -170,6 +172,8 @@ export interface Config {
   redisPrefix: string;
   webhooks: WebhookSettings;
   limits: LimitSettings;
+  /** Recordings of sessions that ended longer ago than this are deleted; 0 keeps them. */
+  recordingsRetentionDays: number;
 }
 
 export interface WebhookSettings {
@@ -220,6 +224,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       concurrency: e.WEBHOOK_CONCURRENCY,
     },
+    recordingsRetentionDays: e.RECORDINGS_RETENTION_DAYS,
     limits: {
       apiRatePerSecond: e.API_RATE_LIMIT,
       apiRateBurst: e.API_RATE_BURST,

@@ -129,6 +129,15 @@ export class SessionsRepository {
     return s && s.userId === userId ? s : undefined;
   }
 
+  /** Recorded sessions that ended before `cutoff` and whose recording still exists. */
+  listRecordingsEndedBefore(cutoff: number): SessionRecord[] {
+    return (
+      this.sql("SELECT * FROM sessions WHERE record = 1 AND ended_at < ? AND (recording_status IS NULL OR recording_status != 'deleted')").all(
+        cutoff,
+      ) as Row[]
+    ).map(toSession);
+  }
+
   /** Sessions still open (ended_at unset): after a crash, these are the ones to close. */
   listOpen(): SessionRecord[] {
     return (this.sql("SELECT * FROM sessions WHERE ended_at IS NULL").all() as Row[]).map(toSession);

@@ -1,0 +1,46 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { Store } from "../db";
+import type { Logger } from "../log";
+
+const DAY_MS = 24 * 3600_000;
+
+/** The end time before which recordings expire; undefined when they are kept forever (pure). */
+export function retentionCutoff(now: number, retentionDays: number): number | undefined {
+  return retentionDays > 0 ? now - retentionDays * DAY_MS : undefined;
+}
+
+/**
+ * Deletes the files of recordings older than the retention (RECORDINGS_RETENTION_DAYS) and marks
+ * them `deleted`; the session rows stay, as history. Returns how many were deleted.
+ */
+export function sweepRecordings(store: Store, recordingsDir: string, retentionDays: number, log: Logger, now = Date.now()): number {
+  const cutoff = retentionCutoff(now, retentionDays);
+  if (cutoff === undefined) return 0;
+  let deleted = 0;
+  for (const s of store.sessions.listRecordingsEndedBefore(cutoff)) {
+    // Only waiting for finalize a long time ago means it is stuck; leave it to the finalize job.
+    if (s.recordingStatus === "waiting") continue;
+    fs.rmSync(path.join(recordingsDir, s.id), { recursive: true, force: true });
+    store.sessions.setRecordingStatus(s.id, "deleted");
+    deleted++;
+  }
+  if (deleted > 0) log.info({ deleted, retentionDays }, "deleted recordings past their retention");
+  return deleted;
+}
+
+/** Sweeps at start and then every hour, until stopped. */
+export function startRetention(store: Store, recordingsDir: string, retentionDays: number, log: Logger): () => void {
+  if (retentionDays <= 0) return () => {};
+  const sweep = () => {
+    try {
+      sweepRecordings(store, recordingsDir, retentionDays, log);
+    } catch (err) {
+      log.error({ err }, "recording retention sweep failed");
+    }
+  };
+  sweep();
+  const timer = setInterval(sweep, 3600_000);
+  timer.unref();
+  return () => clearInterval(timer);
+}
