@@ -3,7 +3,7 @@ import path from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { pushTestStream, waitFor, type Push } from "../helpers/media";
 import { apiClient, startTestServer, tempDir, type Api, type TestServer } from "../helpers/server";
-import { startReceiver, type Receiver } from "../webhooks/receiver";
+import { startReceiver, type Receiver } from "../helpers/receiver";
 
 // The player page and the dashboard in a real headless Chromium (Debian's, never a downloaded
 // one), against a real server with a real RTMP push. Page-side code is passed as strings: the

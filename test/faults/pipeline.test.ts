@@ -1,34 +1,25 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { MAX_PIPELINE_RESTARTS } from "../../src/sessions/liveSession";
 import { pushTestStream, waitFor } from "../helpers/media";
+import { startReceiver, type Receiver } from "../helpers/receiver";
 import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
 
 let t: TestServer;
 let api: Api;
-const events: { event: string; stream: { id: string } }[] = [];
-let receiver: http.Server;
+let rx: Receiver;
 
 beforeAll(async () => {
-  receiver = http.createServer((req, res) => {
-    let raw = "";
-    req.on("data", (c: Buffer) => (raw += c.toString()));
-    req.on("end", () => {
-      events.push(JSON.parse(raw));
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+  rx = await startReceiver(() => 204);
   t = await startTestServer({ HLS_SEGMENT_SECONDS: "1" });
   api = apiClient(t.apiUrl, t.key);
-  await api("POST", "/webhook", { name: "faults", url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`, events: ["stream.started", "stream.idle"] });
+  await api("POST", "/webhook", { name: "faults", url: rx.url, events: ["stream.started", "stream.idle"] });
 });
 afterAll(async () => {
   await t.stop();
-  await new Promise((r) => receiver.close(r));
+  await rx.close();
 });
 
-const eventsOf = (id: string) => events.filter((e) => e.stream.id === id).map((e) => e.event);
+const received = () => rx.received.map((r) => r.body as { event: string; stream: { id: string }; payload: { sessionId: string } });
+const eventsOf = (id: string) => received().filter((e) => e.stream.id === id).map((e) => e.event);
 const pipelinePid = (): number | undefined => t.server.processes.pids()[0];
 /** The pipeline's pid once it differs from `previous`. */
 const newPipelinePid = (previous: number | undefined) => {

@@ -1,33 +1,25 @@
-import http from "node:http";
 import net from "node:net";
-import type { AddressInfo } from "node:net";
 import { pushTestStream, waitFor } from "../helpers/media";
+import { startReceiver, type Receiver } from "../helpers/receiver";
 import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
 
 let t: TestServer;
 let api: Api;
-const events: { event: string; stream: { id: string }; payload: { sessionId: string } }[] = [];
-let receiver: http.Server;
+let rx: Receiver;
 
 beforeAll(async () => {
-  receiver = http.createServer((req, res) => {
-    let raw = "";
-    req.on("data", (c: Buffer) => (raw += c.toString()));
-    req.on("end", () => {
-      events.push(JSON.parse(raw));
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((r) => receiver.listen(0, "127.0.0.1", r));
+  rx = await startReceiver(() => 204);
   t = await startTestServer({ HLS_SEGMENT_SECONDS: "1" });
   api = apiClient(t.apiUrl, t.key);
-  await api("POST", "/webhook", { name: "faults", url: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`, events: ["stream.started", "stream.idle"] });
+  await api("POST", "/webhook", { name: "faults", url: rx.url, events: ["stream.started", "stream.idle"] });
 });
 afterAll(async () => {
   await t.stop();
-  await new Promise((r) => receiver.close(r));
+  await rx.close();
 });
 
+const received = () => rx.received.map((r) => r.body as { event: string; stream: { id: string }; payload: { sessionId: string } });
+const eventsOf = (id: string) => received().filter((e) => e.stream.id === id).map((e) => e.event);
 describe("publisher faults", () => {
   it("a publisher killed mid-stream that reconnects at once gets a fresh session, events paired", async () => {
     const s = (await api("POST", "/stream", { name: "flaky uplink" })).body;
@@ -42,9 +34,9 @@ describe("publisher faults", () => {
     await waitFor("isActive again", async () => (await api("GET", `/stream/${s.id}`)).body.isActive, 10_000);
     expect((await second.exited).code).toBe(0);
     await waitFor("idle", async () => !(await api("GET", `/stream/${s.id}`)).body.isActive, 5000);
-    await waitFor("two stream.idle", () => events.filter((e) => e.stream.id === s.id && e.event === "stream.idle").length === 2, 5000);
+    await waitFor("two stream.idle", () => received().filter((e) => e.stream.id === s.id && e.event === "stream.idle").length === 2, 5000);
 
-    const mine = events.filter((e) => e.stream.id === s.id);
+    const mine = received().filter((e) => e.stream.id === s.id);
     expect(mine.map((e) => e.event)).toEqual(["stream.started", "stream.idle", "stream.started", "stream.idle"]);
     const [newer, older] = (await api("GET", `/stream/${s.id}/sessions`)).body;
     expect(mine.map((e) => e.payload.sessionId)).toEqual([older.id, older.id, newer.id, newer.id]);

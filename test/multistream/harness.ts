@@ -5,7 +5,7 @@ import { createLogger } from "../../src/log";
 import { parseMediaPlaylist } from "../../src/media/playlists";
 import { startServer, type RunningServer } from "../../src/server";
 import { apiClient, tempDir, type Api } from "../helpers/server";
-import { startReceiver, type Receiver } from "../webhooks/receiver";
+import { startReceiver, type Receiver } from "../helpers/receiver";
 
 export interface Harness {
   server: RunningServer;

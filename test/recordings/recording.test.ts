@@ -1,31 +1,15 @@
-import http from "node:http";
-import type { AddressInfo } from "node:net";
 import { probe, pushTestStream, waitFor } from "../helpers/media";
+import { startReceiver, type Receiver } from "../helpers/receiver";
 import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
-
-/** A real local webhook receiver collecting event names in arrival order. */
-async function startReceiver() {
-  const received: any[] = [];
-  const server = http.createServer((req, res) => {
-    let raw = "";
-    req.on("data", (c: Buffer) => (raw += c.toString()));
-    req.on("end", () => {
-      received.push(JSON.parse(raw));
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, received, close: () => new Promise<void>((r) => server.close(() => r())) };
-}
 
 let t: TestServer;
 let api: Api;
-let receiver: Awaited<ReturnType<typeof startReceiver>>;
+let receiver: Receiver;
 
 beforeAll(async () => {
   t = await startTestServer({ HLS_SEGMENT_SECONDS: "1" });
   api = apiClient(t.apiUrl, t.key);
-  receiver = await startReceiver();
+  receiver = await startReceiver(() => 204);
   await api("POST", "/webhook", { name: "rec", url: receiver.url });
 });
 afterAll(async () => {
@@ -33,14 +17,15 @@ afterAll(async () => {
   await t.stop();
 });
 
-const eventsOf = (streamId: string) => receiver.received.filter((e) => e.stream.id === streamId).map((e) => e.event as string);
+const bodies = () => receiver.received.map((r) => r.body);
+const eventsOf = (streamId: string) => bodies().filter((e) => e.stream.id === streamId).map((e) => e.event as string);
 
 describe("recordings", () => {
   it("a recorded push becomes an HLS VOD and an MP4 of its length, with started, waiting, ready in order", async () => {
     const s = (await api("POST", "/stream", { name: "recorded", record: true, profiles: [{ name: "180p", bitrate: 300_000, fps: 30, width: 320, height: 180 }, { name: "90p", bitrate: 100_000, fps: 15, width: 160, height: 90 }] })).body;
     const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 8 });
     expect((await push.exited).code).toBe(0);
-    const ready = await waitFor("recording.ready", () => receiver.received.find((e) => e.event === "recording.ready" && e.stream.id === s.id), 30_000);
+    const ready = await waitFor("recording.ready", () => bodies().find((e) => e.event === "recording.ready" && e.stream.id === s.id), 30_000);
     expect(eventsOf(s.id).filter((e) => e.startsWith("recording."))).toEqual(["recording.started", "recording.waiting", "recording.ready"]);
     expect(eventsOf(s.id)).toEqual(["stream.started", "recording.started", "stream.idle", "recording.waiting", "recording.ready"]);
 

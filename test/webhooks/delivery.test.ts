@@ -1,6 +1,6 @@
 import crypto from "node:crypto";
 import { ADAPTERS, deleteFixtureKeys, startDelivery, until, type Delivery } from "./fixture";
-import { startReceiver, type Answer, type Receiver } from "./receiver";
+import { startReceiver, type Answer, type Receiver } from "../helpers/receiver";
 
 // Events → signed webhook deliveries, end to end with real receivers, for both queue adapters.
 

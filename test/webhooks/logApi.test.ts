@@ -3,7 +3,7 @@ import { createEventSink } from "../../src/events";
 import { createLogger } from "../../src/log";
 import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
 import { FAST_RETRIES, until } from "./fixture";
-import { startReceiver, type Answer, type Receiver } from "./receiver";
+import { startReceiver, type Answer, type Receiver } from "../helpers/receiver";
 
 // GET /webhook/{id}/log, GET /webhook/{id}/log/{logId}, POST …/resend, and the webhook's status,
 // against a real server, with the plain API and with the official SDK.

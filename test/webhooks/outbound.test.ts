@@ -2,7 +2,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { RESPONSE_BODY_LIMIT } from "../../src/webhooks";
 import { startDelivery, until, type Delivery } from "./fixture";
-import { startReceiver, type Receiver } from "./receiver";
+import { startReceiver, type Receiver } from "../helpers/receiver";
 
 // What onair's requests to receivers may and may not do: timeouts, resets, redirects, large
 // responses, private addresses, deleted webhooks and streams. These concern the sender, not

@@ -5,7 +5,7 @@ import { createEventSink } from "../../src/events";
 import { createLogger } from "../../src/log";
 import { apiClient, startTestServer, tempDir, type TestServer } from "../helpers/server";
 import { ADAPTERS, adapterEnv, deleteFixtureKeys, FAST_RETRIES, until } from "./fixture";
-import { startReceiver, type Receiver } from "./receiver";
+import { startReceiver, type Receiver } from "../helpers/receiver";
 
 // A real server (startTestServer) stopped with deliveries pending and started again on the same
 // data directory: nothing pending is lost, nothing acknowledged is sent again.

@@ -5,7 +5,7 @@ import { createEventSink } from "../../src/events";
 import { createLogger } from "../../src/log";
 import { apiClient, startTestServer, tempDir, type TestServer } from "../helpers/server";
 import { deleteKeys, REDIS_URL, uniquePrefix } from "../queue/redis";
-import { startReceiver, type Receiver } from "./receiver";
+import { startReceiver, type Receiver } from "../helpers/receiver";
 
 // `npm run worker`: delivery workers in a process of their own, against Redis, while the API
 // process (WEBHOOK_CONCURRENCY=0) only raises events.
