@@ -5,7 +5,8 @@ import type { Logger } from "../log";
 import { audioCodecString, avcCodecFromSegment, parseInputStreams, type InputStreams } from "./codecs";
 import type { Rendition } from "./ladder";
 import { buildLiveArgs, variantDir, variantPlaylist } from "./liveArgs";
-import { buildMasterPlaylist, parseMediaPlaylist, withEndlist, type Variant } from "./playlists";
+import { endPlaylists, writeAtomically } from "./hlsFiles";
+import { buildMasterPlaylist, parseMediaPlaylist, type Variant } from "./playlists";
 import { spawnSupervised, type ProcessEnd, type ProcessRegistry, type SupervisedProcess } from "./supervisedProcess";
 
 export const AUDIO_BITRATE = 128_000;
@@ -199,18 +200,10 @@ export class LivePipeline {
    * cleanly; after a crash or a kill, we do), and a session that never played leaves nothing.
    */
   endPlaylists(): void {
-    for (const v of this.variants) {
-      const file = variantPlaylist(this.o.outDir, v.rendition);
-      try {
-        const text = fs.readFileSync(file, "utf8");
-        const ended = withEndlist(text);
-        if (ended !== text) writeAtomically(file, ended);
-      } catch {
-        // no playlist was written: nothing to end
-      }
-    }
+    endPlaylists(this.o.outDir);
     if (!this.playable) fs.rmSync(this.o.outDir, { recursive: true, force: true });
   }
+
 }
 
 /** The input URL ends with the stream key, a secret: logged command lines and errors omit it. */
@@ -243,9 +236,3 @@ function readCodec(file: string): string | undefined {
   }
 }
 
-/** Readers never see a half-written playlist: write aside, then rename over. */
-export function writeAtomically(file: string, text: string): void {
-  const tmp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(tmp, text);
-  fs.renameSync(tmp, file);
-}

@@ -3,7 +3,7 @@
 import type { TargetRecord, TargetRef } from "../db";
 import type { EventTarget } from "../events";
 import type { Rendition } from "../media";
-import { variantPlaylist } from "../media/liveArgs";
+import { variantPlaylist } from "../media";
 import type { PushInput } from "./pushArgs";
 
 /** One push a live session should run. */

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Store } from "../db";
 import type { EventSink } from "../events";
-import { writeAtomically } from "../media/livePipeline";
+import { writeAtomically } from "../media";
 import type { LiveSessionInfo, LiveSessionObserver, WrittenSegment } from "../sessions";
 import { buildVodPlaylist, type RecordedSegment } from "./vod";
 

@@ -1,10 +1,7 @@
-import fs from "node:fs";
 import path from "node:path";
 import type { LiveControl } from "../api";
 import type { IngestHandlers } from "../ingest";
-import { variantPlaylist } from "../media/liveArgs";
-import { writeAtomically } from "../media/livePipeline";
-import { withEndlist } from "../media/playlists";
+import { endPlaylists } from "../media";
 import { LiveSession, type LiveSessionDeps } from "./liveSession";
 
 export type SessionManagerDeps = Omit<LiveSessionDeps, "ffmpegPath"> & {
@@ -134,24 +131,5 @@ export class SessionManager implements IngestHandlers, LiveControl {
   private forget(s: LiveSession): void {
     if (this.byStream.get(s.stream.id) === s) this.byStream.delete(s.stream.id);
     this.byPublisher.delete(s.publisherId);
-  }
-}
-
-/** Appends #EXT-X-ENDLIST to every variant playlist left in a stream's HLS folder. */
-function endPlaylists(outDir: string): void {
-  let entries: string[];
-  try {
-    entries = fs.readdirSync(outDir);
-  } catch {
-    return;
-  }
-  for (const entry of entries.filter((e) => /^\d+$/.test(e))) {
-    const file = variantPlaylist(outDir, { index: Number(entry) });
-    try {
-      const text = fs.readFileSync(file, "utf8");
-      if (withEndlist(text) !== text) writeAtomically(file, withEndlist(text));
-    } catch {
-      // no playlist in that folder
-    }
   }
 }
