@@ -1,7 +1,8 @@
 // Small pieces the benchmarks share: settings from the environment, process CPU, statistics.
 
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
+import path from "node:path";
 
 /** A positive integer setting (BENCH_*), or the fallback when unset; anything else stops the bench. */
 export function positiveIntFromEnv(name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -33,4 +34,36 @@ export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);
   return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
+}
+
+/** `ffmpeg version 5.1.…` of a binary, for a benchmark's header. */
+export function ffmpegVersion(ffmpeg: string): string {
+  const res = spawnSync(ffmpeg, ["-version"], { encoding: "utf8" });
+  return (res.stdout ?? "").split("\n")[0]?.replace(/ Copyright.*$/, "") || "unknown";
+}
+
+/**
+ * A clip like a typical OBS output (H.264 ultrafast 2.5 Mb/s, 1 s keyframes, AAC), made once
+ * per run and pushed in a loop: `<dir>/clip-<size><fps>.flv`.
+ */
+export function makeClip(ffmpeg: string, dir: string, clip: { size: string; fps: number; seconds: number }): Promise<string> {
+  const file = path.join(dir, `clip-${clip.size}p${clip.fps}.flv`);
+  const args = [
+    "-hide_banner", "-nostdin", "-loglevel", "error",
+    "-f", "lavfi", "-i", `testsrc2=size=${clip.size}:rate=${clip.fps}`,
+    "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+    "-t", String(clip.seconds),
+    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
+    "-b:v", "2500k", "-maxrate", "2500k", "-bufsize", "5000k",
+    "-g", String(clip.fps), "-keyint_min", String(clip.fps), "-sc_threshold", "0",
+    "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-ac", "2",
+    "-f", "flv", file,
+  ];
+  return new Promise((resolve, reject) => {
+    const child = spawn(ffmpeg, args, { stdio: ["ignore", "ignore", "pipe"] });
+    let stderr = "";
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    child.once("error", reject);
+    child.once("close", (code) => (code === 0 ? resolve(file) : reject(new Error(`could not make the test clip (ffmpeg exit ${code}): ${stderr.slice(-300)}`))));
+  });
 }

@@ -45,7 +45,7 @@
 // (default 4), BENCH_WINDOW in seconds (default 20), BENCH_SEGMENT_SECONDS (default 2),
 // BENCH_REALTIME_MIN (default 0.97); FFMPEG_PATH as for the server. Quick run: BENCH_WINDOW=8 BENCH_MAX_STREAMS=2 BENCH_RUNS=1.
 
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -58,7 +58,7 @@ import { buildLiveArgs, variantDir, variantPlaylist } from "../src/media/liveArg
 import { AUDIO_BITRATE } from "../src/media/livePipeline";
 import { parseMediaPlaylist } from "../src/media/playlists";
 import { startServer, type RunningServer } from "../src/server";
-import { median, positiveIntFromEnv, processCpuSeconds } from "./lib";
+import { ffmpegVersion, makeClip, median, positiveIntFromEnv, processCpuSeconds } from "./lib";
 
 /** Spec: a stream that is not live 20 s after its publisher started has failed. */
 const ACTIVE_TIMEOUT_MS = 20_000;
@@ -186,29 +186,7 @@ class Child {
   }
 }
 
-function ffmpegVersion(ffmpeg: string): string {
-  const res = spawnSync(ffmpeg, ["-version"], { encoding: "utf8" });
-  return (res.stdout ?? "").split("\n")[0]?.replace(/ Copyright.*$/, "") || "unknown";
-}
 
-/** ~20 s of 720p30 H.264 + AAC with 1 s keyframes, like a typical OBS output; made once. */
-async function makeClip(ffmpeg: string, dir: string): Promise<string> {
-  const file = path.join(dir, "clip-720p30.flv");
-  const child = new Child("clip encoder", ffmpeg, [
-    "-hide_banner", "-nostdin", "-loglevel", "error",
-    "-f", "lavfi", "-i", `testsrc2=size=${CLIP_SIZE}:rate=${CLIP_FPS}`,
-    "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
-    "-t", String(CLIP_SECONDS),
-    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
-    "-b:v", "2500k", "-maxrate", "2500k", "-bufsize", "5000k",
-    "-g", String(CLIP_FPS), "-keyint_min", String(CLIP_FPS), "-sc_threshold", "0",
-    "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-ac", "2",
-    "-f", "flv", file,
-  ]);
-  const exit = await child.exited;
-  if (exit.code !== 0) throw new Error(`could not make the test clip: ${child.describeExit()}`);
-  return file;
-}
 
 /** A live source: the clip, looped, paced in real time, pushed over RTMP as OBS would. */
 function pushClip(ffmpeg: string, clip: string, url: string, name: string): Child {
@@ -853,7 +831,7 @@ async function main(): Promise<void> {
     process.stdout.write(header.join("\n") + "\n");
 
     process.stderr.write("making the 720p30 test clip\n");
-    const clip = await makeClip(ffmpeg, workDir);
+    const clip = await makeClip(ffmpeg, workDir, { size: CLIP_SIZE, fps: CLIP_FPS, seconds: CLIP_SECONDS });
 
     // Part 1. Kinds alternate run by run, so both see similar machine conditions.
     const passthrough = await createStream(o, "bench passthrough", []);

@@ -19,7 +19,7 @@
 // Settings (environment): BENCH_STREAMS (default 1), BENCH_WINDOW seconds (default 20),
 // BENCH_SEGMENT_SECONDS (default 2), BENCH_RENDITION (default 720p). Linux only (/proc).
 
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import net from "node:net";
@@ -30,7 +30,7 @@ import { loadConfig } from "../src/config";
 import { createLogger } from "../src/log";
 import { loadLadder } from "../src/media/ladder";
 import { startServer, type RunningServer } from "../src/server";
-import { positiveIntFromEnv, processCpuSeconds } from "./lib";
+import { ffmpegVersion, makeClip, positiveIntFromEnv, processCpuSeconds } from "./lib";
 
 const CLIP_SIZE = "1280x720";
 const CLIP_FPS = 30;
@@ -122,22 +122,6 @@ class Child {
   }
 }
 
-async function makeClip(ffmpeg: string, dir: string): Promise<string> {
-  const file = path.join(dir, "clip-720p30.flv");
-  const c = new Child("clip encoder", ffmpeg, [
-    "-hide_banner", "-nostdin", "-loglevel", "error",
-    "-f", "lavfi", "-i", `testsrc2=size=${CLIP_SIZE}:rate=${CLIP_FPS}`,
-    "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
-    "-t", String(CLIP_SECONDS),
-    "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
-    "-b:v", "2500k", "-maxrate", "2500k", "-bufsize", "5000k",
-    "-g", String(CLIP_FPS), "-keyint_min", String(CLIP_FPS), "-sc_threshold", "0",
-    "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-ac", "2",
-    "-f", "flv", file,
-  ]);
-  if ((await c.exited).code !== 0) throw new Error(`could not make the test clip: ${c.describe()}`);
-  return file;
-}
 
 async function freePort(): Promise<number> {
   const s = net.createServer();
@@ -267,7 +251,7 @@ async function main(): Promise<void> {
         "",
         "onair multistream benchmark",
         `  machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? "unknown"}), load ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}; node ${process.version}; ` +
-          `${(spawnSync(ffmpeg, ["-version"], { encoding: "utf8" }).stdout ?? "").split("\n")[0]?.replace(/ Copyright.*$/, "")}`,
+          ffmpegVersion(ffmpeg),
         `  settings: BENCH_STREAMS=${settings.streams}, BENCH_WINDOW=${settings.windowSeconds} s, segment ${settings.segmentSeconds} s, rendition push: ${settings.rendition}`,
         `  each stream: ${CLIP_SIZE}@${CLIP_FPS} H.264 2.5 Mb/s + AAC in; ladder ${ladder.map((p) => p.name).join("/")}; one source push and one ${settings.rendition} push to local RTMP listeners`,
         "",
@@ -275,7 +259,7 @@ async function main(): Promise<void> {
     );
 
     process.stderr.write("making the test clip\n");
-    const clip = await makeClip(ffmpeg, workDir);
+    const clip = await makeClip(ffmpeg, workDir, { size: CLIP_SIZE, fps: CLIP_FPS, seconds: CLIP_SECONDS });
     await api("POST", "/webhook", { name: "bench", url: `http://127.0.0.1:${(receiver.address() as net.AddressInfo).port}/` });
 
     const streams: BenchStream[] = [];
