@@ -1,25 +1,20 @@
 import net from "node:net";
 import { pushTestStream, waitFor } from "../helpers/media";
-import { startReceiver, type Receiver } from "../helpers/receiver";
-import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
+import type { Api, TestServer } from "../helpers/server";
+import { startWatchedServer, type WatchedServer } from "../helpers/watched";
 
+let w: WatchedServer;
 let t: TestServer;
 let api: Api;
-let rx: Receiver;
 
 beforeAll(async () => {
-  rx = await startReceiver(() => 204);
-  t = await startTestServer({ HLS_SEGMENT_SECONDS: "1" });
-  api = apiClient(t.apiUrl, t.key);
-  await api("POST", "/webhook", { name: "faults", url: rx.url, events: ["stream.started", "stream.idle"] });
+  w = await startWatchedServer({ HLS_SEGMENT_SECONDS: "1" }, ["stream.started", "stream.idle"]);
+  ({ t, api } = w);
 });
-afterAll(async () => {
-  await t.stop();
-  await rx.close();
-});
+afterAll(() => w.stop());
 
-const received = () => rx.received.map((r) => r.body as { event: string; stream: { id: string }; payload: { sessionId: string } });
-const eventsOf = (id: string) => received().filter((e) => e.stream.id === id).map((e) => e.event);
+const received = () => w.received();
+const eventsOf = (id: string) => w.eventsOf(id);
 describe("publisher faults", () => {
   it("a publisher killed mid-stream that reconnects at once gets a fresh session, events paired", async () => {
     const s = (await api("POST", "/stream", { name: "flaky uplink" })).body;

@@ -1,24 +1,19 @@
 import { probe, pushTestStream, waitFor } from "../helpers/media";
-import { startReceiver, type Receiver } from "../helpers/receiver";
-import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
+import type { Api, TestServer } from "../helpers/server";
+import { startWatchedServer, type WatchedServer } from "../helpers/watched";
 
+let w: WatchedServer;
 let t: TestServer;
 let api: Api;
-let receiver: Receiver;
 
 beforeAll(async () => {
-  t = await startTestServer({ HLS_SEGMENT_SECONDS: "1" });
-  api = apiClient(t.apiUrl, t.key);
-  receiver = await startReceiver(() => 204);
-  await api("POST", "/webhook", { name: "rec", url: receiver.url });
+  w = await startWatchedServer({ HLS_SEGMENT_SECONDS: "1" });
+  ({ t, api } = w);
 });
-afterAll(async () => {
-  await receiver.close();
-  await t.stop();
-});
+afterAll(() => w.stop());
 
-const bodies = () => receiver.received.map((r) => r.body);
-const eventsOf = (streamId: string) => bodies().filter((e) => e.stream.id === streamId).map((e) => e.event as string);
+const bodies = () => w.received();
+const eventsOf = (streamId: string) => w.eventsOf(streamId);
 
 describe("recordings", () => {
   it("a recorded push becomes an HLS VOD and an MP4 of its length, with started, waiting, ready in order", async () => {
