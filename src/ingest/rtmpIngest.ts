@@ -1,5 +1,6 @@
 import net from "node:net";
 import type { Logger } from "../log";
+import { audioCodecOf, refuseAudio, refuseVideo, videoCodecOf } from "./mediaCheck";
 
 // node-media-server 2.7.4, pinned: its `reject()` inside prePublish refuses a publisher
 // cleanly (no postPublish, the client is disconnected at once), `donePublish` fires as soon as
@@ -18,6 +19,10 @@ interface NmsSession {
   ip: string;
   isLocal: boolean;
   socket: net.Socket;
+  /** The RTMP message being handled: the media tag handlers read their payload from it. */
+  parserPacket: { payload: Buffer; header: { length: number } };
+  rtmpVideoHandler(): void;
+  rtmpAudioHandler(): void;
   run(): void;
   reject(): void;
   stop(): void;
@@ -31,6 +36,15 @@ const NMS_CONFIG = { rtmp: { chunk_size: 60000, gop_cache: true, ping: 30, ping_
 export const INGEST_APP = "live";
 
 const IDLE_TIMEOUT_MS = 15_000;
+
+/** A publish whose first video tag has not come by then is refused. */
+const FIRST_VIDEO_TIMEOUT_MS = 10_000;
+
+/** An accepted publish whose media has not been seen yet. */
+interface PendingPublish {
+  streamKey: string;
+  timer: NodeJS.Timeout;
+}
 
 export interface IngestHandlers {
   /**
@@ -52,6 +66,10 @@ export class RtmpIngest {
   private server: net.Server | undefined;
   /** node-media-server's context is process-wide: these are the sessions of this server. */
   private readonly ours = new Map<string, NmsSession>();
+  /** Admitted publishers waiting for their first video tag, by publisher id. */
+  private readonly pending = new Map<string, PendingPublish>();
+  /** Publishers handed to the session manager. */
+  private readonly started = new Set<string>();
   private readonly listeners: [string, (...args: string[]) => void][] = [];
 
   constructor(
@@ -63,19 +81,27 @@ export class RtmpIngest {
     this.on("prePublish", (id: string, streamPath: string) => this.prePublish(id, streamPath));
     this.on("postPublish", (id: string, streamPath: string) => {
       const key = this.ours.has(id) ? streamKeyFromPath(streamPath) : undefined;
-      if (key) this.handlers.onPublishStart(id, key);
+      if (!key) return;
+      // The session starts once the first video tag shows H.264 (see mediaCheck.ts).
+      const timer = setTimeout(() => this.refuse(id, `no video received within ${FIRST_VIDEO_TIMEOUT_MS / 1000} s of the publish`), FIRST_VIDEO_TIMEOUT_MS);
+      this.pending.set(id, { streamKey: key, timer });
     });
     this.on("donePublish", (id: string) => {
-      if (this.ours.has(id)) this.handlers.onPublishEnd(id);
+      this.dropPending(id);
+      if (this.started.delete(id)) this.handlers.onPublishEnd(id);
     });
     this.on("prePlay", (id: string) => this.prePlay(id));
-    this.on("doneConnect", (id: string) => this.ours.delete(id));
+    this.on("doneConnect", (id: string) => {
+      this.dropPending(id);
+      this.ours.delete(id);
+    });
 
     const server = net.createServer((socket) => {
       // A connection that goes quiet (garbage, a stalled client, a half-open socket) is
       // dropped; publishers and the pipeline's pulls carry media all the time.
       socket.setTimeout(IDLE_TIMEOUT_MS, () => socket.destroy());
       const session = new NodeRtmpSession(NMS_CONFIG, socket);
+      this.inspectMedia(session);
       this.ours.set(session.id, session);
       session.run();
     });
@@ -107,6 +133,8 @@ export class RtmpIngest {
   }
 
   async close(): Promise<void> {
+    for (const id of [...this.pending.keys()]) this.dropPending(id);
+    this.started.clear();
     for (const [event, listener] of this.listeners) nmsContext.nodeEvent.off(event, listener);
     this.listeners.length = 0;
     const server = this.server;
@@ -133,6 +161,69 @@ export class RtmpIngest {
       this.log.info({ publisherId: id, ip: session.ip, reason: refusal }, "publish refused");
       session.reject();
     }
+  }
+
+  /**
+   * Reads the codec of a connection's first video and first audio tag, before
+   * node-media-server handles them (the pinned 2.7.4 calls these handlers per message).
+   */
+  private inspectMedia(session: NmsSession): void {
+    const payload = () => session.parserPacket.payload.subarray(0, session.parserPacket.header.length);
+    const handleVideo = session.rtmpVideoHandler.bind(session);
+    const handleAudio = session.rtmpAudioHandler.bind(session);
+    let videoSeen = false;
+    let audioSeen = false;
+    session.rtmpVideoHandler = () => {
+      if (!videoSeen) {
+        const codec = videoCodecOf(payload());
+        if (codec !== undefined) {
+          videoSeen = true;
+          const refusal = refuseVideo(codec);
+          if (refusal) return this.refuse(session.id, refusal);
+          handleVideo();
+          return this.mediaAccepted(session.id, codec);
+        }
+      }
+      handleVideo();
+    };
+    session.rtmpAudioHandler = () => {
+      if (!audioSeen) {
+        const codec = audioCodecOf(payload());
+        if (codec !== undefined) {
+          audioSeen = true;
+          const refusal = refuseAudio(codec);
+          if (refusal) return this.refuse(session.id, refusal);
+        }
+      }
+      handleAudio();
+    };
+  }
+
+  /** The first video tag is H.264: the publish becomes a live session. */
+  private mediaAccepted(id: string, codec: string): void {
+    const waiting = this.pending.get(id);
+    if (!waiting) return;
+    this.dropPending(id);
+    this.log.debug({ publisherId: id, codec }, "publisher's video accepted");
+    this.started.add(id);
+    this.handlers.onPublishStart(id, waiting.streamKey);
+  }
+
+  /** Refuses a connection's publish after it began, for what it sends. */
+  private refuse(id: string, reason: string): void {
+    const session = this.ours.get(id);
+    this.dropPending(id);
+    if (!session) return;
+    this.log.warn({ publisherId: id, ip: session.ip, reason }, "publish refused");
+    if (this.started.delete(id)) this.handlers.onPublishEnd(id);
+    session.reject();
+  }
+
+  private dropPending(id: string): void {
+    const waiting = this.pending.get(id);
+    if (!waiting) return;
+    clearTimeout(waiting.timer);
+    this.pending.delete(id);
   }
 
   /** Only this machine (the pipeline) may pull streams over RTMP; viewers use HLS. */

@@ -49,13 +49,16 @@ export class SessionManager implements IngestHandlers, LiveControl {
   }
 
   onPublishStart(publisherId: string, streamKey: string): void {
-    const stream = this.deps.store.streams.getByStreamKey(streamKey);
-    const previous = stream && this.byStream.get(stream.id);
-    // admit() ran a moment ago, synchronously: this only guards against a stream deleted since.
-    if (!stream || previous?.publisherConnected) {
+    // Admitted at the publish command; its first video tag came since, and with it perhaps a
+    // suspend, a delete or a second publisher: ask again.
+    const refusal = this.admit(streamKey);
+    const stream = refusal === undefined ? this.deps.store.streams.getByStreamKey(streamKey) : undefined;
+    if (!stream) {
+      this.deps.log.info({ publisherId, reason: refusal }, "publish refused");
       this.deps.disconnectPublisher(publisherId);
       return;
     }
+    const previous = this.byStream.get(stream.id);
     if (!previous) return this.begin(stream.id, publisherId);
     // The reconnecting publisher waits (node-media-server holds its media) until the previous
     // session has ended its playlists and raised stream.idle: one session at a time per stream.

@@ -38,6 +38,28 @@ describe("publisher faults", () => {
     expect(t.server.processes.size).toBe(0);
   });
 
+  it.each([
+    ["MPEG-4 Part 2", ["-c:v", "mpeg4", "-strict", "-1"]],
+    ["Sorenson H.263 (ffmpeg's default FLV video)", ["-c:v", "flv"]],
+  ])("a publisher sending %s video is refused at once: no session, no events, no ffmpeg", async (_name, codec) => {
+    const s = (await api("POST", "/stream", { name: "wrong codec", record: true })).body;
+    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 20, codec });
+    const end = await push.exited;
+    expect(end.code).not.toBe(0);
+    // Refused on its first video tag, not by the 10 s no-video timeout.
+    expect(end.afterMs).toBeLessThan(5000);
+    expect((await api("GET", `/stream/${s.id}/sessions`)).body).toEqual([]);
+    expect((await api("GET", `/stream/${s.id}`)).body.isActive).toBe(false);
+    expect(eventsOf(s.id)).toEqual([]);
+    expect(t.server.processes.size).toBe(0);
+    // The same key with H.264 right after is taken.
+    const good = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 3 });
+    await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
+    expect((await good.exited).code).toBe(0);
+    await waitFor("stream.idle", () => eventsOf(s.id).includes("stream.idle"), 10_000);
+    expect(eventsOf(s.id)).toEqual(["stream.started", "stream.idle"]);
+  });
+
   it("garbage bytes on the RTMP port harm no one else", async () => {
     const socket = net.connect(t.server.rtmpPort, "127.0.0.1");
     await new Promise((r) => socket.once("connect", r));
