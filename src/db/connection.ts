@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import { sha256Hex } from "./ids";
 
 export type Db = Database.Database;
 
@@ -20,6 +21,8 @@ export function openDatabase(file: string, migrationsDir = MIGRATIONS_DIR): Db {
   db.pragma("foreign_keys = ON");
   // The CLI may write while the server runs: wait for the lock instead of failing.
   db.pragma("busy_timeout = 5000");
+  // Migrations hash existing secrets (003).
+  db.function("sha256_hex", { deterministic: true }, (v: unknown) => (typeof v === "string" ? sha256Hex(v) : null));
   migrate(db, migrationsDir);
   return db;
 }

@@ -37,6 +37,19 @@ export function newApiKey(): string {
   return randomChars(BASE62, 32);
 }
 
-export function hashApiKey(key: string): string {
-  return crypto.createHash("sha256").update(key).digest("hex");
+/** SHA-256, hex: how API keys are stored and how stream keys and playback ids are looked up. */
+export function sha256Hex(value: string): string {
+  return crypto.createHash("sha256").update(value).digest("hex");
+}
+
+export const hashApiKey = sha256Hex;
+
+/**
+ * The second half of a lookup by hash: the stored secret equals the one presented, compared
+ * in constant time (a hash collision would otherwise pass).
+ */
+export function secretsEqual(stored: string, presented: string): boolean {
+  const a = Buffer.from(sha256Hex(stored), "hex");
+  const b = Buffer.from(sha256Hex(presented), "hex");
+  return crypto.timingSafeEqual(a, b);
 }

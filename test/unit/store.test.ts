@@ -37,6 +37,37 @@ describe("database", () => {
   });
 });
 
+describe("stream keys and playback ids found by hash (migration 003)", () => {
+  it("hashes the keys of streams created before it, and finds only the exact value", () => {
+    const dir = tempDir();
+    const before = path.join(dir, "before");
+    fs.mkdirSync(before);
+    const all = path.resolve(__dirname, "../../src/db/migrations");
+    for (const f of fs.readdirSync(all).filter((f) => /^00[12]_/.test(f))) fs.copyFileSync(path.join(all, f), path.join(before, f));
+    const file = path.join(dir, "onair.db");
+    const old = openDatabase(file, before);
+    old.prepare("INSERT INTO users (id, name, created_at) VALUES ('u', 'u', 0)").run();
+    old.prepare("INSERT INTO streams (id, user_id, name, stream_key, playback_id, created_at) VALUES ('s', 'u', 'old', 'abcd-efgh-ijkl-mnop', 'playbackidabcdef', 0)").run();
+    old.close();
+
+    const store = openStore(file);
+    try {
+      expect(store.streams.getByStreamKey("abcd-efgh-ijkl-mnop")?.id).toBe("s");
+      expect(store.streams.getByPlaybackId("playbackidabcdef")?.id).toBe("s");
+      for (const wrong of ["abcd-efgh-ijkl-mnoq", "ABCD-EFGH-IJKL-MNOP", "abcd-efgh-ijkl-mno", "", "' OR 1=1 --"]) {
+        expect(store.streams.getByStreamKey(wrong)).toBeUndefined();
+      }
+      expect(store.streams.getByPlaybackId("playbackidabcdeF")).toBeUndefined();
+      const created = store.streams.create({ userId: "u", name: "new", profiles: [], record: false, playbackPolicy: null });
+      expect(store.streams.getByStreamKey(created.streamKey!)?.id).toBe(created.id);
+      expect(store.streams.getByPlaybackId(created.playbackId!)?.id).toBe(created.id);
+    } finally {
+      store.close();
+      fs.rmSync(dir, { recursive: true });
+    }
+  });
+});
+
 describe("repositories", () => {
   let dir: string;
   let store: Store;

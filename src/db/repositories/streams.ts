@@ -1,5 +1,5 @@
 import { statementCache, type Db } from "../connection";
-import { newId, newPlaybackId, newStreamKey } from "../ids";
+import { newId, newPlaybackId, newStreamKey, secretsEqual, sha256Hex } from "../ids";
 import type { Page, PlaybackPolicy, Profile, StreamRecord } from "../types";
 import { selectPage, type PageRequest } from "./page";
 
@@ -92,17 +92,21 @@ export class StreamsRepository {
 
   create(s: NewStream): StreamRecord {
     const id = newId();
+    const streamKey = newStreamKey();
+    const playbackId = newPlaybackId();
     this
       .sql(
-        `INSERT INTO streams (id, user_id, name, stream_key, playback_id, created_at, record, profiles, playback_policy)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO streams (id, user_id, name, stream_key, stream_key_hash, playback_id, playback_id_hash, created_at, record, profiles, playback_policy)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         id,
         s.userId,
         s.name,
-        newStreamKey(),
-        newPlaybackId(),
+        streamKey,
+        sha256Hex(streamKey),
+        playbackId,
+        sha256Hex(playbackId),
         Date.now(),
         s.record ? 1 : 0,
         JSON.stringify(s.profiles),
@@ -125,18 +129,20 @@ export class StreamsRepository {
     return s && s.userId === userId ? s : undefined;
   }
 
+  /** Found by hash and compared in constant time (migration 003). */
   getByPlaybackId(playbackId: string): StreamRecord | undefined {
     const row = this
-      .sql("SELECT * FROM streams WHERE playback_id = ? AND deleted_at IS NULL AND parent_id IS NULL")
-      .get(playbackId) as Row | undefined;
-    return row && toStreamRecord(row);
+      .sql("SELECT * FROM streams WHERE playback_id_hash = ? AND deleted_at IS NULL AND parent_id IS NULL")
+      .get(sha256Hex(playbackId)) as Row | undefined;
+    return row?.playback_id && secretsEqual(row.playback_id, playbackId) ? toStreamRecord(row) : undefined;
   }
 
+  /** Found by hash and compared in constant time (migration 003). */
   getByStreamKey(streamKey: string): StreamRecord | undefined {
     const row = this
-      .sql("SELECT * FROM streams WHERE stream_key = ? AND deleted_at IS NULL AND parent_id IS NULL")
-      .get(streamKey) as Row | undefined;
-    return row && toStreamRecord(row);
+      .sql("SELECT * FROM streams WHERE stream_key_hash = ? AND deleted_at IS NULL AND parent_id IS NULL")
+      .get(sha256Hex(streamKey)) as Row | undefined;
+    return row?.stream_key && secretsEqual(row.stream_key, streamKey) ? toStreamRecord(row) : undefined;
   }
 
   list(userId: string, opts: { streamsOnly: boolean; filters: StreamFilters }, page: PageRequest): Page<StreamRecord> {
