@@ -10,7 +10,7 @@ import { dashboardRouter, hlsRouter, playerRouter, recordingsRouter } from "./ht
 import { INGEST_APP, RtmpIngest } from "./ingest";
 import { locateFfmpeg, ProcessRegistry, type FfmpegLocation } from "./media";
 import { MultistreamManager } from "./multistream";
-import { healthRouter, probeDatabaseWritable, probeFfmpeg, probeStorageWritable } from "./health";
+import { healthRouter, probeDatabaseWritable, probeFfmpeg, StorageWatch, STORAGE_RESERVE_BYTES } from "./health";
 import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "./metrics";
 import { finalizeHandler, FINALIZE_QUEUE, Recorder, startRetention, type FinalizeJob } from "./recordings";
 import { SessionManager } from "./sessions";
@@ -92,6 +92,20 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
 
   // --- live media: RTMP ingest → session manager → one ffmpeg pipeline per session ---
   const hlsDir = path.join(config.dataDir, "hls");
+  // A full or unwritable data directory ends live sessions with the reason and refuses new
+  // publishes until it recovers; /readyz shows it meanwhile.
+  const storage = new StorageWatch({
+    dir: hlsDir,
+    minFreeBytes: config.storageMinFreeBytes,
+    reserve: { file: path.join(config.dataDir, "storage-reserve"), bytes: STORAGE_RESERVE_BYTES },
+    log,
+    onChange: (problem) => {
+      if (problem === undefined) return log.info("storage available again: publishes are taken");
+      log.error({ problem }, "storage unavailable: live sessions end, publishes are refused");
+      void sessions.storageFailed(problem);
+    },
+  });
+
   // The pipeline pulls from the local RTMP server; a wildcard bind is reached on loopback.
   const rtmpHost = ["0.0.0.0", "::", ""].includes(config.host) ? "127.0.0.1" : config.host;
   let ingest: RtmpIngest | undefined;
@@ -113,6 +127,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     observers: [recorder, multistream],
     metrics,
     maxLiveStreamsPerUser: config.limits.maxLiveStreamsPerUser,
+    storageProblem: () => storage.check(),
   });
   sessions.recoverAfterCrash();
   ingest = new RtmpIngest(sessions, log);
@@ -120,6 +135,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     rtmpPort = await ingest.listen(config.rtmpPort, config.host);
   } catch (err) {
     stopRetention();
+    storage.stop();
     await stopEvents();
     store.close();
     throw new Error(`cannot listen for RTMP on ${config.host}:${config.rtmpPort}: ${(err as Error).message}`);
@@ -131,7 +147,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     recordingsRouter(store, recordingsDir),
     healthRouter({
       database: () => probeDatabaseWritable(store.db),
-      storage: () => probeStorageWritable(hlsDir),
+      storage: () => storage.check(),
       ffmpeg: () => probeFfmpeg(ffmpeg?.path),
       rtmp: () => (ingest?.listening ? undefined : "the RTMP server is not listening"),
     }),
@@ -183,14 +199,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         await sessions.shutdown();
         await ingest.close();
         await processes.stopAll(2000);
-        await new Promise<void>((resolve) => {
+        // Then HTTP and webhook delivery side by side, each with its own bound (3 s), so that
+        // the whole stop stays well inside the 10 s a supervisor gives before SIGKILL.
+        const httpClosed = new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
-          // Requests still running after 5 s are cut: shutdown must not hang on a slow client.
-          setTimeout(() => server.closeAllConnections(), 5_000).unref();
+          // Requests still running after 3 s are cut: shutdown must not hang on a slow client.
+          setTimeout(() => server.closeAllConnections(), 3_000).unref();
         });
         stopRetention();
-        await stopEvents();
+        storage.stop();
+        await Promise.all([httpClosed, stopEvents()]);
         await queueDepth?.close();
         store.close();
       })()),

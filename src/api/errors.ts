@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import { isStorageError } from "../db";
 
 /**
  * The one error type of the API: a status and the messages of the `{"errors": [...]}` body.
@@ -43,4 +44,10 @@ export function malformedPathError(err: unknown): ApiError | undefined {
     return new ApiError(400, ["malformed request path: a segment is not valid percent-encoding"]);
   }
   return undefined;
+}
+
+/** A write the database could not make for want of storage: a 503 the client may retry. */
+export function storageError(err: unknown): ApiError | undefined {
+  if (!isStorageError(err)) return undefined;
+  return new ApiError(503, ["storage unavailable: the server cannot write its state now (disk full or read-only); try again later"], { "retry-after": "30" });
 }

@@ -74,6 +74,7 @@ export function presentSession(s: SessionRecord, publicUrl: string): SessionJson
     transcodedBytes: s.transcodedBytes,
     ...NO_RATE,
     ...recording,
+    ...(s.endedAt !== null && s.endReason ? { endReason: s.endReason } : {}),
   };
 }
 

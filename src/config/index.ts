@@ -138,6 +138,9 @@ const envSchema = z.object({
   // 0 keeps recordings forever (the default: deleting a user's media is a choice to make).
   RECORDINGS_RETENTION_DAYS: integer("RECORDINGS_RETENTION_DAYS", 0, 0, 36_500, " (days)"),
   MAX_LIVE_STREAMS_PER_USER: integer("MAX_LIVE_STREAMS_PER_USER", DEFAULT_LIMITS.maxLiveStreamsPerUser, 1, 10_000),
+  // Below this much free space on the data directory, live sessions end and publishes are
+  // refused (while SQLite can still record it), and /readyz fails.
+  STORAGE_MIN_FREE_MB: integer("STORAGE_MIN_FREE_MB", 64, 0, 1_000_000, " (MiB)"),
   LOG_LEVEL: z
     .string()
     .optional()
@@ -174,6 +177,8 @@ export interface Config {
   limits: LimitSettings;
   /** Recordings of sessions that ended longer ago than this are deleted; 0 keeps them. */
   recordingsRetentionDays: number;
+  /** Free space the data directory must keep for live sessions to go on, bytes. */
+  storageMinFreeBytes: number;
 }
 
 export interface WebhookSettings {
@@ -225,6 +230,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       concurrency: e.WEBHOOK_CONCURRENCY,
     },
     recordingsRetentionDays: e.RECORDINGS_RETENTION_DAYS,
+    storageMinFreeBytes: e.STORAGE_MIN_FREE_MB * 1024 * 1024,
     limits: {
       apiRatePerSecond: e.API_RATE_LIMIT,
       apiRateBurst: e.API_RATE_BURST,

@@ -20,6 +20,7 @@ export type { EventRecord, NewEvent } from "./repositories/events";
 export type { DeliveryRecord, DeliveryStatus, NewDelivery } from "./repositories/webhookDeliveries";
 export type { NewWebhookLog, WebhookLogRecord } from "./repositories/webhookLog";
 export { hashApiKey } from "./ids";
+export { isStorageError, writeWhenStorageAllows } from "./storageErrors";
 
 /** The database and one repository per table. */
 export interface Store {

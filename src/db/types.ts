@@ -64,6 +64,8 @@ export interface SessionRecord extends SegmentCounters {
   profiles: Profile[];
   recordingStatus: RecordingStatus | null;
   recordingError: string | null;
+  /** Why the live session ended (LiveSession's describeEnd); null while live. */
+  endReason: string | null;
 }
 
 export interface TargetRecord {

@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import express from "express";
 import type { Db } from "../db";
+import type { Logger } from "../log";
 
 // Liveness and readiness, as orchestrators probe them: /healthz answers while the process
 // serves HTTP; /readyz says whether it can do its work (take a publish, write state).
@@ -77,6 +78,96 @@ export function probeStorageWritable(dir: string, minFreeBytes = MIN_FREE_BYTES)
   }
   const stats = fs.statfsSync(dir);
   return judgeFreeSpace(stats.bavail * stats.bsize, minFreeBytes);
+}
+
+/** How often live storage is probed while the server runs. */
+export const STORAGE_WATCH_MS = 2000;
+
+/** Space held back in the data directory, given up the moment storage fails (see StorageWatch). */
+export const STORAGE_RESERVE_BYTES = 16 * 1024 * 1024;
+
+export interface StorageWatchOptions {
+  /** The folder media is written to. */
+  dir: string;
+  minFreeBytes: number;
+  /** A file of `bytes` kept on the database's file system; none when absent. */
+  reserve?: { file: string; bytes: number };
+  onChange(problem: string | undefined): void;
+  log: Logger;
+  everyMs?: number;
+}
+
+/**
+ * Probes storage every couple of seconds and reports each change, so that live sessions end
+ * when the disk fills or turns read-only (with the reason) rather than waiting for ffmpeg to
+ * trip on it.
+ *
+ * A disk can also fill faster than any probe: then SQLite could not record those ends. So a
+ * reserve file holds some space back, and is deleted first thing when storage fails: that
+ * room is what lets the session ends, their stream.idle and the recordings' state be written.
+ * Storage counts as back only with room for the reserve again, so it does not flap.
+ */
+export class StorageWatch {
+  private problem: string | undefined;
+  private reserved = false;
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(private readonly o: StorageWatchOptions) {
+    this.problem = this.probe(0);
+    if (!this.problem && !this.probe(this.reserveBytes)) this.holdReserve();
+    this.timer = setInterval(() => this.check(), o.everyMs ?? STORAGE_WATCH_MS);
+    this.timer.unref();
+  }
+
+  /** Probes now (a publish, a failed write and /readyz want the answer of this moment). */
+  check(): string | undefined {
+    const failing = this.problem !== undefined;
+    const problem = this.probe(0) ?? (failing ? this.probe(this.reserveBytes) : undefined);
+    this.problem = problem;
+    if (problem && !failing) {
+      this.releaseReserve();
+      this.o.onChange(problem);
+    } else if (!problem && failing) {
+      this.holdReserve();
+      this.o.onChange(undefined);
+    } else if (!problem && !this.reserved && !this.probe(this.reserveBytes)) {
+      this.holdReserve();
+    }
+    return problem;
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+
+  private get reserveBytes(): number {
+    return this.o.reserve?.bytes ?? 0;
+  }
+
+  /** The problem with `extraBytes` more wanted free; undefined when there is none. */
+  private probe(extraBytes: number): string | undefined {
+    return probeStorageWritable(this.o.dir, this.o.minFreeBytes + extraBytes) || undefined;
+  }
+
+  private holdReserve(): void {
+    const r = this.o.reserve;
+    if (!r || this.reserved) return;
+    try {
+      if (fs.statSync(r.file, { throwIfNoEntry: false })?.size !== r.bytes) fs.writeFileSync(r.file, Buffer.alloc(r.bytes));
+      this.reserved = true;
+    } catch (err) {
+      fs.rmSync(r.file, { force: true });
+      this.o.log.warn({ err, file: r.file }, "could not set storage aside for a full disk");
+    }
+  }
+
+  private releaseReserve(): void {
+    const r = this.o.reserve;
+    if (!r) return;
+    fs.rmSync(r.file, { force: true });
+    if (this.reserved) this.o.log.warn({ file: r.file, bytes: r.bytes }, "storage failing: released the reserve so that state can still be written");
+    this.reserved = false;
+  }
 }
 
 /** The ffmpeg found at start is still there and executable. */

@@ -1,4 +1,4 @@
-import type { Db } from "../db";
+import { writeWhenStorageAllows, type Db } from "../db";
 import type { Logger } from "../log";
 import { onRing } from "./doorbell";
 import { enqueueJob, JobTable, type JobRow } from "./jobTable";
@@ -21,6 +21,7 @@ import {
 class TableWorker<T> {
   private active = 0;
   private readonly running = new Set<Promise<void>>();
+  private readonly renewals = new Set<NodeJS.Timeout>();
   private timer: NodeJS.Timeout | undefined;
   private pumpScheduled = false;
   private closed = false;
@@ -90,12 +91,28 @@ class TableWorker<T> {
 
   private start(row: JobRow & { lease_token: string }): void {
     this.active++;
+    const renewal = setInterval(() => this.renew(row), Math.max(10, Math.floor(this.tuning.leaseMs / 3)));
+    renewal.unref();
+    this.renewals.add(renewal);
     const run = this.run(row).finally(() => {
+      clearInterval(renewal);
+      this.renewals.delete(renewal);
       this.active--;
       this.running.delete(run);
       this.wake();
     });
     this.running.add(run);
+  }
+
+  /** Keeps a running job's lease; a failed renewal (disk full) is tried again at the next tick. */
+  private renew(row: JobRow & { lease_token: string }): void {
+    try {
+      if (!this.table.renew(row.id, row.lease_token, Date.now() + this.tuning.leaseMs)) {
+        this.log.warn({ queue: this.queue, jobId: row.id }, "queue: a running job's lease was lost; it may run twice");
+      }
+    } catch (err) {
+      this.log.error({ err, queue: this.queue, jobId: row.id }, "queue: could not renew a running job's lease");
+    }
   }
 
   /** Runs the handler and records how it went; never rejects. */
@@ -114,8 +131,12 @@ class TableWorker<T> {
     // Closed without waiting: leave the job claimed, as a crash would.
     if (this.forced) return;
     try {
-      if (retry) this.table.retry(row.id, row.lease_token, Date.now() + retry.delayMs, retry.reason);
-      else this.table.complete(row.id, row.lease_token, Date.now());
+      const outcome = retry;
+      await writeWhenStorageAllows(() =>
+        outcome
+          ? this.table.retry(row.id, row.lease_token, Date.now() + outcome.delayMs, outcome.reason)
+          : this.table.complete(row.id, row.lease_token, Date.now()),
+      );
     } catch (err) {
       // Still claimed: the lease runs out and the job comes due again (a repeat, never a loss).
       this.log.error({ err, queue: this.queue, jobId: row.id }, "queue: could not record a job's outcome");
@@ -126,6 +147,8 @@ class TableWorker<T> {
     this.closed = true;
     this.forced = force;
     clearTimeout(this.timer);
+    // Forced: the jobs stay claimed, as after a crash, and come due when their leases end.
+    if (force) for (const r of this.renewals) clearInterval(r);
     this.stopListening();
     if (!force) await Promise.all([...this.running]);
   }

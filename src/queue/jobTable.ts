@@ -67,6 +67,11 @@ export class JobTable {
     return rows.sort((a, b) => a.run_at - b.run_at || a.seq - b.seq);
   }
 
+  /** Extends a running job's lease to `until`; false when the lease was lost meanwhile. */
+  renew(id: string, token: string, until: number): boolean {
+    return this.sql("UPDATE queue_jobs SET run_at = ? WHERE id = ? AND lease_token = ? AND state = 'waiting'").run(until, id, token).changes === 1;
+  }
+
   /** Marks a claimed job done; a worker whose lease was taken over changes nothing. */
   complete(id: string, token: string, now: number): boolean {
     return this.sql("UPDATE queue_jobs SET state = 'done', finished_at = ?, lease_token = NULL WHERE id = ? AND lease_token = ?").run(now, id, token)

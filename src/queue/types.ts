@@ -70,8 +70,9 @@ export interface QueueTuning {
 }
 
 export const DEFAULT_TUNING: QueueTuning = {
-  // A webhook attempt times out after at most 30 s (config): the lease leaves room for it.
-  leaseMs: 60_000,
+  // A running job renews its lease every third of it (BullMQ renews its lock likewise), so a
+  // long job keeps it while the jobs of a worker that died come due again within 15 s.
+  leaseMs: 15_000,
   pollMs: 1_000,
   errorBackoffMs: 1_000,
   maxErrorBackoffMs: 5 * 60_000,

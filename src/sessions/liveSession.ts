@@ -23,12 +23,35 @@ export interface LiveSessionDeps {
   observers: LiveSessionObserver[];
   /** Live sessions, transcode speed, ingest bitrate, pipeline failures (GET /metrics). */
   metrics?: Pick<Metrics, "liveSessionStarted">;
+  /** Why media cannot be written now (full or unwritable disk); nothing when it can. */
+  storageProblem?: () => string | undefined;
 }
 
-export type EndReason = "publisher left" | "suspended" | "deleted" | "terminated" | "pipeline failed" | "shutdown";
+export type EndReason =
+  | "publisher left"
+  | "suspended"
+  | "deleted"
+  | "terminated"
+  | "pipeline failed"
+  | "storage unavailable"
+  | "shutdown";
+
+/** An end reason with what an operator needs to act on it (kept as the session's endReason). */
+export function describeEnd(reason: EndReason, detail?: string): string {
+  return detail ? `${reason}: ${detail}` : reason;
+}
+
+/** ffmpeg's exit, for an end reason: no stderr, which would carry the source url and its key. */
+function describeExit(end: ProcessEnd, restarts: number): string {
+  const how = end.code !== null ? `ffmpeg exited with code ${end.code}` : `ffmpeg was killed by ${end.signal}`;
+  return restarts > 0 ? `${how} after ${restarts} restart${restarts === 1 ? "" : "s"}` : how;
+}
 
 /** How long ffmpeg gets to see end-of-stream and finish its playlists before it is stopped. */
 const PUBLISHER_GONE_GRACE_MS = 1200;
+
+/** How often a session end that could not be written (disk full) is tried again. */
+const END_RETRY_MS = 2000;
 
 /** A pipeline that dies under a live publisher is restarted this many times, then the session ends. */
 export const MAX_PIPELINE_RESTARTS = 3;
@@ -51,6 +74,7 @@ export class LiveSession {
   private readonly metrics: LiveSessionMetrics | undefined;
   private started = false;
   private endReason: EndReason | undefined;
+  private endDetail: string | undefined;
   private publisherIsConnected = true;
   private markClosed!: () => void;
   /** Resolves when the session has ended and its state and events are written. */
@@ -93,8 +117,8 @@ export class LiveSession {
       registry: deps.registry,
       onPlayable: () => this.playable(),
       onProgress: (delta) => {
-        deps.store.sessions.addProgress(this.session.id, delta);
         this.metrics?.progress(delta.sourceSegmentsDuration);
+        this.write("segment counters", () => deps.store.sessions.addProgress(this.session.id, delta));
       },
       onSegment: (segment) => {
         for (const o of deps.observers) o.segmentWritten?.(this.info, segment);
@@ -127,8 +151,11 @@ export class LiveSession {
   }
 
   /** Ends the session now: the publisher is disconnected and the pipeline stopped. */
-  async stop(reason: EndReason): Promise<void> {
-    this.endReason ??= reason;
+  async stop(reason: EndReason, detail?: string): Promise<void> {
+    if (this.endReason === undefined) {
+      this.endReason = reason;
+      this.endDetail = detail;
+    }
     if (this.publisherIsConnected) {
       this.publisherIsConnected = false;
       this.deps.disconnectPublisher(this.publisherId);
@@ -154,7 +181,15 @@ export class LiveSession {
   private pipelineEnded(end: ProcessEnd): void {
     this.lastEnd = end;
     const failedUnderPublisher = this.endReason === undefined && this.publisherIsConnected && end.code !== 0;
-    if (!failedUnderPublisher || this.restarts >= MAX_PIPELINE_RESTARTS) return this.ended(end);
+    if (failedUnderPublisher) {
+      // A full or unwritable disk fails every restart too: end now, and say so.
+      const storage = this.deps.storageProblem?.();
+      if (storage) {
+        this.endReason = "storage unavailable";
+        this.endDetail = storage;
+      }
+    }
+    if (!failedUnderPublisher || this.endReason !== undefined || this.restarts >= MAX_PIPELINE_RESTARTS) return this.ended(end);
     const delay = restartDelayMs(this.restarts);
     this.log.warn({ attempt: this.restarts + 1, of: MAX_PIPELINE_RESTARTS, inMs: delay, code: end.code, signal: end.signal }, "pipeline died under a live publisher: restarting it");
     this.metrics?.pipelineRestarted();
@@ -169,27 +204,76 @@ export class LiveSession {
 
   private playable(): void {
     if (this.endReason !== undefined || this.started) return;
+    const { store, events } = this.deps;
+    // isActive and stream.started together or not at all: a session that cannot record going
+    // live (disk full) ends instead, and owes no stream.idle.
+    const recorded = this.write("going live", () =>
+      store.db.transaction(() => {
+        store.streams.setActive([this.stream.id, this.session.id], true);
+        events.raise("stream.started", this.stream.id, { sessionId: this.session.id });
+      })(),
+    );
+    if (!recorded) return void this.stop("storage unavailable", "the database cannot record the session going live");
     this.started = true;
     this.metrics?.playable();
-    this.deps.store.streams.setActive([this.stream.id, this.session.id], true);
     this.log.info("stream is live: HLS playable");
-    this.deps.events.raise("stream.started", this.stream.id, { sessionId: this.session.id });
     for (const o of this.deps.observers) o.sessionLive(this.info);
+  }
+
+  /**
+   * A state write from a media callback: if the disk is full it throws, and that must not
+   * take the process (and every other session) down. Logged; storage is checked at once.
+   */
+  private write(what: string, write: () => void): boolean {
+    try {
+      write();
+      return true;
+    } catch (err) {
+      this.log.error({ err, what }, "could not record live session state");
+      this.deps.storageProblem?.();
+      return false;
+    }
+  }
+
+  /**
+   * The session's end, written until it is: closed, not active, and the stream.idle its
+   * stream.started is owed, in one transaction. A full disk delays it (retried every 2 s
+   * while the server runs); a restart's recovery closes what is still open then.
+   */
+  private recordEnd(described: string, attempt = 1): void {
+    const { store, events } = this.deps;
+    const at = Date.now();
+    const recorded = this.write("session end", () =>
+      store.db.transaction(() => {
+        store.sessions.end(this.session.id, at, described);
+        store.streams.setActive([this.stream.id, this.session.id], false);
+        // stream.idle pairs with stream.started: exactly one for each.
+        if (this.started) events.raise("stream.idle", this.stream.id, { sessionId: this.session.id });
+      })(),
+    );
+    if (!recorded && store.db.open) setTimeout(() => this.recordEnd(described, attempt + 1), END_RETRY_MS).unref();
+    else if (recorded && attempt > 1) this.log.info({ attempt }, "session end recorded after storage came back");
   }
 
   private ended(end: ProcessEnd): void {
     const reason = this.endReason ?? (end.code === 0 ? "publisher left" : "pipeline failed");
+    if (this.endReason === undefined && reason === "pipeline failed") this.endDetail = describeExit(end, this.restarts);
     this.endReason = reason;
     this.metrics?.ended(reason);
     this.pipeline.endPlaylists();
-    const { store } = this.deps;
-    store.sessions.end(this.session.id);
-    store.streams.setActive([this.stream.id, this.session.id], false);
-    const s = store.sessions.get(this.session.id)!;
-    this.log.info({ reason, durationSeconds: s.sourceSegmentsDuration, segments: s.sourceSegments }, "live session ended");
-    // stream.idle pairs with stream.started: exactly one for each.
-    if (this.started) this.deps.events.raise("stream.idle", this.stream.id, { sessionId: this.session.id });
-    for (const o of this.deps.observers) o.sessionEnded(this.info);
+    const described = describeEnd(reason, this.endDetail);
+    this.recordEnd(described);
+    const s = this.deps.store.sessions.get(this.session.id);
+    const fields = { reason: described, durationSeconds: s?.sourceSegmentsDuration, segments: s?.sourceSegments };
+    if (reason === "pipeline failed" || reason === "storage unavailable") this.log.error(fields, "live session ended");
+    else this.log.info(fields, "live session ended");
+    for (const o of this.deps.observers) {
+      try {
+        o.sessionEnded(this.info);
+      } catch (err) {
+        this.log.error({ err }, "an observer failed at the session's end");
+      }
+    }
     if (this.publisherIsConnected) {
       // The pipeline died under a live publisher: disconnect it, so that it reconnects into
       // a fresh session instead of pushing into nothing.

@@ -2,7 +2,7 @@ import path from "node:path";
 import type { LiveControl } from "../api";
 import type { IngestHandlers } from "../ingest";
 import { endPlaylists } from "../media";
-import { LiveSession, type LiveSessionDeps } from "./liveSession";
+import { LiveSession, type EndReason, type LiveSessionDeps } from "./liveSession";
 
 export type SessionManagerDeps = Omit<LiveSessionDeps, "ffmpegPath"> & {
   ffmpegPath: string | undefined;
@@ -31,6 +31,8 @@ export class SessionManager implements IngestHandlers, LiveControl {
   admit(streamKey: string): string | undefined {
     if (this.shuttingDown) return "the server is shutting down";
     if (!this.deps.ffmpegPath) return "ffmpeg is not available on this server";
+    const storage = this.deps.storageProblem?.();
+    if (storage) return `storage unavailable: ${storage}`;
     const stream = this.deps.store.streams.getByStreamKey(streamKey);
     if (!stream) return "unknown stream key";
     if (stream.suspended) return `stream ${stream.id} is suspended`;
@@ -115,7 +117,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
       const child = store.streams.get(s.id);
       const parent = store.streams.get(s.parentId) ?? null;
       const wasLive = child?.isActive === true;
-      store.sessions.end(s.id, Math.max(s.lastSeen, s.createdAt));
+      store.sessions.end(s.id, Math.max(s.lastSeen, s.createdAt), "server stopped: the previous run ended without closing it");
       store.streams.setActive([s.parentId, s.id], false);
       if (parent?.playbackId) endPlaylists(path.join(this.deps.hlsDir, parent.playbackId));
       if (wasLive) events.raise("stream.idle", s.parentId, { sessionId: s.id });
@@ -128,7 +130,18 @@ export class SessionManager implements IngestHandlers, LiveControl {
   /** Ends every live session (publishers disconnected, playlists ended, stream.idle raised). */
   async shutdown(): Promise<void> {
     this.shuttingDown = true;
-    await Promise.all([...this.byStream.values()].map((s) => s.stop("shutdown")));
+    await this.endAll("shutdown");
+  }
+
+  /** Storage cannot take media any more: every live session ends, saying why. */
+  async storageFailed(problem: string): Promise<void> {
+    const n = this.byStream.size;
+    if (n > 0) this.deps.log.error({ problem, sessions: n }, "storage unavailable: ending every live session");
+    await this.endAll("storage unavailable", problem);
+  }
+
+  private async endAll(reason: EndReason, detail?: string): Promise<void> {
+    await Promise.all([...this.byStream.values()].map((s) => s.stop(reason, detail)));
   }
 
   private forget(s: LiveSession): void {

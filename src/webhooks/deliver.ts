@@ -1,5 +1,5 @@
 import { EventEmitter, once } from "node:events";
-import type { Db, DeliveryRecord, EventRecord, NewDelivery, Store, WebhookLogRecord } from "../db";
+import { writeWhenStorageAllows, type Db, type DeliveryRecord, type EventRecord, type NewDelivery, type Store, type WebhookLogRecord } from "../db";
 import { buildDeliveryBody, type EventName, type RaisedEvent } from "../events/catalog";
 import type { Logger } from "../log";
 import type { Metrics } from "../metrics";
@@ -121,28 +121,32 @@ export class WebhookDeliverer {
       verdict === "retry" ? nextRetryDelay(this.settings.schedule, job.attempt, delivery.windowStart, Date.now(), this.random()) : null;
     const settledAs = verdict === "delivered" ? "delivered" : retryIn === null ? "failed" : undefined;
 
-    store.db
-      .transaction(() => {
-        store.webhookLog.add({
-          webhookId: webhook.id,
-          deliveryId: delivery.id,
-          eventId: event.id,
-          event: event.name,
-          attempt: job.attempt,
-          createdAt: timestamp,
-          durationMs: result.durationMs,
-          success: verdict === "delivered",
-          url: webhook.url,
-          requestHeaders: headers,
-          requestBody: body,
-          statusCode: result.statusCode ?? null,
-          statusText: result.statusText ?? null,
-          responseBody: result.responseBody ?? null,
-          error: result.error ?? (verdict === "delivered" ? null : describeStatus(result)),
-        });
-        if (settledAs) this.settleInTransaction(delivery, settledAs);
-      })
-      .immediate();
+    // The receiver has answered: its answer is written even if the disk is full for a moment,
+    // or the job would come due again and deliver a second time.
+    await writeWhenStorageAllows(() =>
+      store.db
+        .transaction(() => {
+          store.webhookLog.add({
+            webhookId: webhook.id,
+            deliveryId: delivery.id,
+            eventId: event.id,
+            event: event.name,
+            attempt: job.attempt,
+            createdAt: timestamp,
+            durationMs: result.durationMs,
+            success: verdict === "delivered",
+            url: webhook.url,
+            requestHeaders: headers,
+            requestBody: body,
+            statusCode: result.statusCode ?? null,
+            statusText: result.statusText ?? null,
+            responseBody: result.responseBody ?? null,
+            error: result.error ?? (verdict === "delivered" ? null : describeStatus(result)),
+          });
+          if (settledAs) this.settleInTransaction(delivery, settledAs);
+        })
+        .immediate(),
+    );
     attemptEvents(store.db).emit(delivery.id);
     this.metrics?.webhookDelivery(settledAs === "delivered" ? "delivered" : settledAs === "failed" ? "failed" : "retry");
 

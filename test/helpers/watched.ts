@@ -21,9 +21,9 @@ export interface WatchedServer {
 }
 
 /** A real server whose first user has a webhook (for `events`, or all) to a real local receiver. */
-export async function startWatchedServer(env: Record<string, string>, events?: string[]): Promise<WatchedServer> {
+export async function startWatchedServer(env: Record<string, string>, events?: string[], options: { dataDir?: string } = {}): Promise<WatchedServer> {
   const rx = await startReceiver(() => 204);
-  const t = await startTestServer(env);
+  const t = await startTestServer(env, options);
   const api = apiClient(t.apiUrl, t.key);
   await api("POST", "/webhook", { name: "test receiver", url: rx.url, ...(events ? { events } : {}) });
   const received = () => rx.received.map((r) => r.body as EventBody);

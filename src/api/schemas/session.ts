@@ -27,6 +27,10 @@ export const sessionObject = z
     mp4Url: z.string().optional(),
     mp4URL: z.string().optional().describe("same as mp4Url"),
     recordingError: z.string().optional().describe("why a recording failed"),
+    endReason: z
+      .string()
+      .optional()
+      .describe('why the live session ended, once it has: "publisher left", "suspended", "pipeline failed: …", "storage unavailable: …"'),
   })
   .meta({ id: "Session" });
 

@@ -23,6 +23,7 @@ interface Row {
   transcoded_bytes: number;
   recording_status: RecordingStatus | null;
   recording_error: string | null;
+  end_reason: string | null;
 }
 
 const toSession = (r: Row): SessionRecord => ({
@@ -45,6 +46,7 @@ const toSession = (r: Row): SessionRecord => ({
   transcodedBytes: r.transcoded_bytes,
   recordingStatus: r.recording_status,
   recordingError: r.recording_error,
+  endReason: r.end_reason,
 });
 
 export class SessionsRepository {
@@ -106,10 +108,10 @@ export class SessionsRepository {
     })();
   }
 
-  /** Closes a session; ending one that already ended changes nothing. */
-  end(sessionId: string, at = Date.now()): boolean {
+  /** Closes a session, saying why; ending one that already ended changes nothing. */
+  end(sessionId: string, at = Date.now(), reason: string | null = null): boolean {
     return this.db.transaction(() => {
-      const r = this.sql("UPDATE sessions SET ended_at = ?, last_seen = MAX(last_seen, ?) WHERE id = ? AND ended_at IS NULL").run(at, at, sessionId);
+      const r = this.sql("UPDATE sessions SET ended_at = ?, last_seen = MAX(last_seen, ?), end_reason = ? WHERE id = ? AND ended_at IS NULL").run(at, at, reason, sessionId);
       this.sql("UPDATE streams SET is_active = 0 WHERE id = ?").run(sessionId);
       return r.changes === 1;
     })();

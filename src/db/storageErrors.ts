@@ -1,0 +1,29 @@
+// A full or read-only disk makes SQLite refuse writes while reads go on. Such a refusal is the
+// machine's state, not a bug: writes that must not be lost wait for room, and the API answers
+// 503 rather than 500.
+
+const STORAGE_ERROR_CODES = ["SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_CANTOPEN"];
+
+/** SQLite could not write for want of storage (full, read-only or failing disk). */
+export function isStorageError(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" && STORAGE_ERROR_CODES.some((c) => code === c || code.startsWith(`${c}_`));
+}
+
+/**
+ * Runs a write; while it fails for want of storage, tries again every `everyMs` for up to
+ * `forMs` (a delivery's outcome, once its receiver has answered, must not be lost to a disk
+ * that is full for a moment). Other errors, and the last storage error, are thrown.
+ */
+export async function writeWhenStorageAllows<T>(write: () => T, opts: { everyMs?: number; forMs?: number } = {}): Promise<T> {
+  const { everyMs = 1000, forMs = 20_000 } = opts;
+  const deadline = Date.now() + forMs;
+  for (;;) {
+    try {
+      return write();
+    } catch (err) {
+      if (!isStorageError(err) || Date.now() + everyMs > deadline) throw err;
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  }
+}
