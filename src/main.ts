@@ -2,6 +2,9 @@ import { ConfigError, loadConfig } from "./config";
 import { createLogger } from "./log";
 import { banner, startServer, type RunningServer } from "./server";
 
+/** A stop that takes longer than this is cut short. */
+const SHUTDOWN_DEADLINE_MS = 9000;
+
 async function main(): Promise<void> {
   let config;
   try {
@@ -25,6 +28,20 @@ async function main(): Promise<void> {
   };
   const stop = (running: RunningServer, signal: string) => {
     log.info({ signal }, "shutting down");
+    // Supervisors send SIGKILL 10 s after SIGTERM: a stop that hangs ends here first, without
+    // leaving an ffmpeg behind (the next start's recovery closes what it left open).
+    setTimeout(() => {
+      const pids = running.processes.pids();
+      log.error({ pids }, "shutdown took over 9 s: killing ffmpeg and exiting");
+      for (const pid of pids) {
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS).unref();
     return running.stop().then(
       () => {
         log.info("stopped");

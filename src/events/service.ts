@@ -7,6 +7,9 @@ import { WEBHOOK_DELIVERY_QUEUE, WebhookDeliverer, type DeliveryJob } from "../w
 import type { EventSink } from "./catalog";
 import { createEventSink } from "./sink";
 
+/** How long a delivery in flight may take to finish at shutdown. */
+const SHUTDOWN_DELIVERY_GRACE_MS = 3000;
+
 export interface RunningEvents {
   /** Where the rest of onair raises events. */
   events: EventSink;
@@ -60,7 +63,11 @@ export async function startEvents(
     queue,
     stop: () =>
       (stopped ??= (async () => {
+        // Deliveries in flight get a moment to finish; then their connections are cut, which
+        // fails the attempt (logged) and releases its job to run again after the restart.
+        const cut = setTimeout(() => deliverer.close(), SHUTDOWN_DELIVERY_GRACE_MS);
         await queue.close();
+        clearTimeout(cut);
         deliverer.close();
       })()),
   };

@@ -94,8 +94,8 @@ async function remux(deps: FinalizeDeps, log: Logger, playlist: string, output: 
   if (!deps.ffmpegPath) throw new Error("ffmpeg is not available on this server");
   const tmp = `${output}.tmp`;
   const p = spawnSupervised(deps.registry, { command: deps.ffmpegPath, args: buildMp4RemuxArgs(playlist, tmp), log, name: "ffmpeg remux" });
-  // A copy remux runs at disk speed (60 s of 720p in about 0.25 s here); one that takes longer
-  // than the queue's job lease is stuck, and must not hold the job.
+  // A copy remux runs at disk speed (60 s of 720p in about 0.25 s here); one that takes much
+  // longer is stuck, and must not hold the job.
   const timer = setTimeout(() => p.kill(), REMUX_TIMEOUT_MS);
   const end = await p.ended.finally(() => clearTimeout(timer));
   if (end.code !== 0) {

@@ -13,8 +13,11 @@ export interface Received {
   status: number;
 }
 
-/** A status; a status with a body or headers; "hang": never answer; "reset": drop the connection. */
-export type Answer = number | { status: number; body?: string; headers?: Record<string, string> } | "hang" | "reset";
+/**
+ * A status; a status with a body or headers, given `afterMs` later (a slow receiver); "hang":
+ * never answer; "reset": drop the connection.
+ */
+export type Answer = number | { status: number; body?: string; headers?: Record<string, string>; afterMs?: number } | "hang" | "reset";
 
 /** A real HTTP receiver whose answers the test scripts. */
 export interface Receiver {
@@ -30,6 +33,7 @@ export async function startReceiver(answer: (req: { body: any; raw: string; path
   const received: Received[] = [];
   const waiters = new Set<() => void>();
   const hanging = new Set<http.ServerResponse>();
+  const delayed = new Set<NodeJS.Timeout>();
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
@@ -47,7 +51,17 @@ export async function startReceiver(answer: (req: { body: any; raw: string; path
       if (a === "hang") hanging.add(res);
       else if (a === "reset") req.socket.destroy();
       else if (typeof a === "number") res.writeHead(a).end();
-      else res.writeHead(a.status, a.headers).end(a.body);
+      else if (!a.afterMs) res.writeHead(a.status, a.headers).end(a.body);
+      else {
+        const timer = setTimeout(() => {
+          delayed.delete(timer);
+          // The client may have given up (its timeout, or it was stopped) meanwhile.
+          if (!res.destroyed) res.writeHead(a.status, a.headers).end(a.body);
+        }, a.afterMs);
+        delayed.add(timer);
+        hanging.add(res);
+        res.once("close", () => hanging.delete(res));
+      }
       for (const w of [...waiters]) w();
     });
   });
@@ -74,6 +88,7 @@ export async function startReceiver(answer: (req: { body: any; raw: string; path
       }),
     close: () =>
       new Promise<void>((resolve) => {
+        for (const timer of delayed) clearTimeout(timer);
         for (const res of hanging) res.destroy();
         server.close(() => resolve());
         server.closeAllConnections();
