@@ -275,7 +275,7 @@ describe("server faults", () => {
     const rx = await startReceiver(({ body }) => {
       if (body?.event !== "recording.started" || hung) return 200;
       hung = true;
-      return { status: 200, afterMs: 30_000 };
+      return "hang";
     });
     f.receivers.push(rx);
     const first = await startServerProcess(f.dataDir, ENV);
