@@ -6,6 +6,8 @@ export interface MediaSegment {
   duration: number;
   /** media sequence number */
   seq: number;
+  /** An #EXT-X-DISCONTINUITY comes before it (a pipeline restart's seam). */
+  discontinuity?: boolean;
 }
 
 export interface MediaPlaylist {
@@ -18,15 +20,18 @@ export function parseMediaPlaylist(text: string): MediaPlaylist {
   const lines = text.split(/\r?\n/).map((l) => l.trim());
   let mediaSequence = 0;
   let pending: number | undefined;
+  let discontinuity = false;
   const segments: MediaSegment[] = [];
   let ended = false;
   for (const line of lines) {
     if (line.startsWith("#EXT-X-MEDIA-SEQUENCE:")) mediaSequence = Number(line.slice(22)) || 0;
     else if (line.startsWith("#EXTINF:")) pending = parseFloat(line.slice(8));
+    else if (line === "#EXT-X-DISCONTINUITY") discontinuity = true;
     else if (line === "#EXT-X-ENDLIST") ended = true;
     else if (line && !line.startsWith("#") && pending !== undefined) {
-      segments.push({ uri: line, duration: pending, seq: mediaSequence + segments.length });
+      segments.push({ uri: line, duration: pending, seq: mediaSequence + segments.length, ...(discontinuity ? { discontinuity } : {}) });
       pending = undefined;
+      discontinuity = false;
     }
   }
   return { mediaSequence, segments, ended };

@@ -24,6 +24,8 @@ export interface RecorderDeps {
 /** One recorded session's files as they are captured. */
 class SessionRecording {
   readonly variants = new Map<number, RecordedSegment[]>();
+  /** The pipeline run that wrote each rendition's last segment. */
+  readonly lastRun = new Map<number, number>();
 
   constructor(readonly dir: string) {}
 
@@ -59,8 +61,11 @@ export class Recorder implements LiveSessionObserver {
       fs.mkdirSync(dir, { recursive: true });
       linkOrCopy(segment.file, path.join(dir, segment.uri));
       const list = rec.variants.get(segment.rendition.index) ?? [];
-      list.push({ uri: segment.uri, duration: segment.duration });
+      // A restarted pipeline's segments follow a seam: players and the MP4 remux must know.
+      const afterRestart = list.length > 0 && rec.lastRun.get(segment.rendition.index) !== segment.run;
+      list.push({ uri: segment.uri, duration: segment.duration, ...(afterRestart ? { discontinuity: true } : {}) });
       rec.variants.set(segment.rendition.index, list);
+      rec.lastRun.set(segment.rendition.index, segment.run);
       writeAtomically(path.join(dir, "index.m3u8"), buildVodPlaylist(list, false));
     } catch (err) {
       // A full or failing disk loses this segment from the recording, not the live stream.

@@ -4,6 +4,8 @@ export interface RecordedSegment {
   uri: string;
   /** seconds */
   duration: number;
+  /** The first segment after a pipeline restart: timestamps and encoder state start anew. */
+  discontinuity?: boolean;
 }
 
 /**
@@ -20,7 +22,10 @@ export function buildVodPlaylist(segments: RecordedSegment[], ended: boolean): s
     `#EXT-X-PLAYLIST-TYPE:${ended ? "VOD" : "EVENT"}`,
     "#EXT-X-INDEPENDENT-SEGMENTS",
   ];
-  for (const s of segments) lines.push(`#EXTINF:${s.duration.toFixed(6)},`, s.uri);
+  for (const s of segments) {
+    if (s.discontinuity) lines.push("#EXT-X-DISCONTINUITY");
+    lines.push(`#EXTINF:${s.duration.toFixed(6)},`, s.uri);
+  }
   if (ended) lines.push("#EXT-X-ENDLIST");
   return lines.join("\n") + "\n";
 }

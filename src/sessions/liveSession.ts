@@ -121,7 +121,7 @@ export class LiveSession {
         this.write("segment counters", () => deps.store.sessions.addProgress(this.session.id, delta));
       },
       onSegment: (segment) => {
-        for (const o of deps.observers) o.segmentWritten?.(this.info, segment);
+        for (const o of deps.observers) o.segmentWritten?.(this.info, { ...segment, run: this.restarts });
       },
       onEnded: (end) => this.pipelineEnded(end),
       resumeFrom,

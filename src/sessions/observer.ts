@@ -11,6 +11,8 @@ export interface WrittenSegment {
   duration: number;
   seq: number;
   bytes: number;
+  /** Which pipeline of the session wrote it: 0, then one more after each restart. */
+  run: number;
 }
 
 /** What other modules (multistream, recordings) need to know about a live session. */

@@ -1,5 +1,5 @@
 import { MAX_PIPELINE_RESTARTS } from "../../src/sessions/liveSession";
-import { pushTestStream, waitFor } from "../helpers/media";
+import { probe, pushTestStream, waitFor } from "../helpers/media";
 import type { Api, TestServer } from "../helpers/server";
 import { startWatchedServer, type WatchedServer } from "../helpers/watched";
 
@@ -51,6 +51,30 @@ describe("pipeline faults", () => {
     expect(sessions[0].sourceSegmentsDuration).toBeGreaterThan(7);
     expect(await playlist(s.playbackId)).toMatch(/#EXT-X-ENDLIST\s*$/);
     expect(t.server.processes.size).toBe(0);
+  });
+
+  it("a recorded session that survives a pipeline restart: the recording marks the seam and its MP4 has it all", async () => {
+    const s = (await api("POST", "/stream", { name: "recorded restart", record: true })).body;
+    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 10 });
+    await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
+    await waitFor("2 s recorded", async () => (await api("GET", `/stream/${s.id}`)).body.sourceSegmentsDuration >= 2, 10_000);
+    const pid = pipelinePid()!;
+    process.kill(pid, "SIGKILL");
+    await waitFor("a new pipeline", () => newPipelinePid(pid), 5000);
+    expect((await push.exited).code).toBe(0);
+
+    const session = await waitFor("the recording", async () => {
+      const [x] = (await api("GET", `/stream/${s.id}/sessions?record=1`)).body;
+      return x && ["ready", "failed"].includes(x.recordingStatus) ? x : undefined;
+    }, 30_000);
+    expect(session.recordingStatus).toBe("ready");
+    const vod = await (await fetch(`http://127.0.0.1:${t.server.port}/recordings/${session.id}/0/index.m3u8`)).text();
+    expect(vod.match(/#EXT-X-DISCONTINUITY\n#EXTINF:[\d.]+,\n\S+r1_\d+\.ts/g)).toHaveLength(1);
+    expect(vod).toMatch(/#EXT-X-ENDLIST\s*$/);
+    const mp4 = await probe(session.mp4Url);
+    expect(mp4.streams.map((x) => x.codec_type).sort()).toEqual(["audio", "video"]);
+    // Everything captured on both sides of the seam, give or take a segment.
+    expect(Math.abs(mp4.duration - session.sourceSegmentsDuration)).toBeLessThan(1.5);
   });
 
   it("a pipeline that keeps dying ends the session cleanly after the last restart", async () => {

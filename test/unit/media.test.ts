@@ -2,6 +2,7 @@ import { audioCodecString, avcCodecFromSegment, parseInputStreams } from "../../
 import { even, loadLadder, renditionLadder } from "../../src/media/ladder";
 import { buildLiveArgs } from "../../src/media/liveArgs";
 import { buildMasterPlaylist, parseMediaPlaylist, withEndlist } from "../../src/media/playlists";
+import { buildVodPlaylist } from "../../src/recordings/vod";
 import { streamKeyFromPath } from "../../src/ingest";
 
 const P = (name: string, width: number, height: number, fps = 30, bitrate = 1_000_000) => ({ name, width, height, fps, bitrate });
@@ -74,6 +75,15 @@ describe("playlists", () => {
     });
     expect(parseMediaPlaylist(withEndlist(live)).ended).toBe(true);
     expect(parseMediaPlaylist("")).toEqual({ mediaSequence: 0, ended: false, segments: [] });
+  });
+
+  it("marks the segment after a discontinuity, and a recording's playlist keeps the mark", () => {
+    const seam = live + "#EXT-X-DISCONTINUITY\n#EXTINF:2.0,\nar1_00009.ts\n#EXTINF:2.0,\nar1_00010.ts\n";
+    const { segments } = parseMediaPlaylist(seam);
+    expect(segments.map((x) => x.discontinuity === true)).toEqual([false, false, true, false]);
+    const vod = buildVodPlaylist(segments, true);
+    expect(vod).toContain("a_00008.ts\n#EXT-X-DISCONTINUITY\n#EXTINF:2.000000,\nar1_00009.ts\n#EXTINF");
+    expect(parseMediaPlaylist(vod).segments).toEqual(segments.map((x) => ({ ...x, seq: x.seq - 7 })));
   });
 
   it("ends a playlist once", () => {
