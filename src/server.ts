@@ -86,7 +86,6 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     recordingsDir,
     enqueueFinalize: (sessionId) => running.queue.enqueue<FinalizeJob>(FINALIZE_QUEUE, { id: `finalize-${sessionId}`, data: { sessionId } }),
   });
-  recorder.recoverAfterCrash();
   const stopRetention = startRetention(store, recordingsDir, config.recordingsRetentionDays, log);
   // --- end of recordings ---
 
@@ -129,7 +128,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     maxLiveStreamsPerUser: config.limits.maxLiveStreamsPerUser,
     storageProblem: () => storage.check(),
   });
-  sessions.recoverAfterCrash();
+  // Sessions a crashed run left open: closed with their stream.idle, then their recordings
+  // finalized (recording.waiting after stream.idle, as at a normal end); all or nothing.
+  store.db.transaction(() => recorder.recoverAfterCrash(sessions.recoverAfterCrash()))();
   ingest = new RtmpIngest(sessions, log);
   try {
     rtmpPort = await ingest.listen(config.rtmpPort, config.host);

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import type { Store } from "../db";
+import type { SessionRecord, Store } from "../db";
 import type { EventSink } from "../events";
 import { writeAtomically } from "../media";
 import type { LiveSessionInfo, LiveSessionObserver, WrittenSegment } from "../sessions";
@@ -109,8 +109,8 @@ export class Recorder implements LiveSessionObserver {
    * After a crash: sessions that were recording when the previous run died. What was captured
    * is on disk; finalize makes it a recording.
    */
-  recoverAfterCrash(): void {
-    for (const s of this.deps.store.sessions.listOpen()) {
+  recoverAfterCrash(closed: SessionRecord[]): void {
+    for (const s of closed) {
       if (!s.record) continue;
       if (fs.existsSync(path.join(this.deps.recordingsDir, s.id))) this.markWaiting(s.parentId, s.id);
       else this.deps.store.sessions.setRecordingStatus(s.id, "failed", "the server stopped before anything was recorded");

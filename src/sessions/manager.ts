@@ -1,5 +1,6 @@
 import path from "node:path";
 import type { LiveControl } from "../api";
+import type { SessionRecord } from "../db";
 import type { IngestHandlers } from "../ingest";
 import { endPlaylists } from "../media";
 import { LiveSession, type EndReason, type LiveSessionDeps } from "./liveSession";
@@ -110,7 +111,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
    * publishers are gone with it, so close them now, end their playlists, and raise the
    * stream.idle that their stream.started is owed.
    */
-  recoverAfterCrash(): number {
+  recoverAfterCrash(): SessionRecord[] {
     const { store, log, events } = this.deps;
     const open = store.sessions.listOpen();
     for (const s of open) {
@@ -124,7 +125,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
       log.warn({ streamId: s.parentId, sessionId: s.id }, "closed a session left open by a previous run");
     }
     for (const s of store.streams.listActive()) store.streams.setActive([s.id], false);
-    return open.length;
+    return open;
   }
 
   /** Ends every live session (publishers disconnected, playlists ended, stream.idle raised). */

@@ -205,6 +205,8 @@ describe("server faults", () => {
       expect(new Set(acked(rx, h).map((r) => r.body.payload.sessionId))).toEqual(new Set([session.id]));
       const names = ackedNames(rx, h);
       expect(names.indexOf("stream.started")).toBeLessThan(names.indexOf("stream.idle"));
+      // Recovery raises them in the order a normal end does: the session's end, then its recording's.
+      expect(names.indexOf("stream.idle")).toBeLessThan(names.indexOf("recording.waiting"));
       expect(names.indexOf("recording.waiting")).toBeLessThan(names.indexOf("recording.ready"));
       expect(acked(rx, h).find((r) => r.body.event === "stream.idle")!.body.createdAt).toBeGreaterThanOrEqual(killedAt);
     }
