@@ -121,6 +121,27 @@ describe("storage faults", () => {
     }
   });
 
+  it("live segments that leave the playlist window are deleted from disk as it moves", async () => {
+    const w = await startWatchedServer({ HLS_SEGMENT_SECONDS: "1", HLS_LIST_SIZE: "3" }, EVENTS);
+    try {
+      const { api, t } = w;
+      const s = (await api("POST", "/stream", { name: "window" })).body;
+      const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 10 });
+      await waitFor("8 segments written", async () => (await api("GET", `/stream/${s.id}`)).body.sourceSegments >= 8, 20_000);
+      const dir = path.join(t.dataDir, "hls", s.playbackId, "0");
+      const onDisk = fs.readdirSync(dir).filter((f) => f.endsWith(".ts"));
+      // The 3 listed, plus the one being written and the one ffmpeg keeps for late readers.
+      expect(onDisk.length).toBeLessThanOrEqual(5);
+      const listed = fs.readFileSync(path.join(dir, "index.m3u8"), "utf8").split("\n").filter((l) => l.endsWith(".ts"));
+      expect(listed).toHaveLength(3);
+      for (const f of listed) expect(onDisk).toContain(f);
+      expect(onDisk).not.toContain(listed[0]!.replace(/\d+(?=\.ts$)/, (n) => "0".repeat(n.length)));
+      await push.exited;
+    } finally {
+      await w.stop();
+    }
+  });
+
   it("a media folder that refuses writes ends the live session with the reason", async () => {
     const w = await startWatchedServer({ HLS_SEGMENT_SECONDS: "1" }, EVENTS);
     const hlsDir = path.join(w.t.dataDir, "hls");
