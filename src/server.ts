@@ -14,7 +14,7 @@ import { healthRouter, probeDatabaseWritable, probeFfmpeg, StorageWatch, STORAGE
 import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "./metrics";
 import { finalizeHandler, FINALIZE_QUEUE, Recorder, startRetention, type FinalizeJob } from "./recordings";
 import { SessionManager } from "./sessions";
-import { WEBHOOK_DELIVERY_QUEUE } from "./webhooks";
+import { startWebhookHistoryRetention, WEBHOOK_DELIVERY_QUEUE } from "./webhooks";
 
 export interface RunningServer {
   store: Store;
@@ -86,7 +86,12 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     recordingsDir,
     enqueueFinalize: (sessionId) => running.queue.enqueue<FinalizeJob>(FINALIZE_QUEUE, { id: `finalize-${sessionId}`, data: { sessionId } }),
   });
-  const stopRetention = startRetention(store, recordingsDir, config.recordingsRetentionDays, log);
+  const stopRecordingRetention = startRetention(store, recordingsDir, config.recordingsRetentionDays, log);
+  const stopHistoryRetention = startWebhookHistoryRetention(store, config.webhookLogRetentionDays, log);
+  const stopRetention = () => {
+    stopRecordingRetention();
+    stopHistoryRetention();
+  };
   // --- end of recordings ---
 
   // --- live media: RTMP ingest → session manager → one ffmpeg pipeline per session ---

@@ -137,6 +137,8 @@ const envSchema = z.object({
   MAX_TARGETS_PER_STREAM: integer("MAX_TARGETS_PER_STREAM", DEFAULT_LIMITS.maxTargetsPerStream, 0, MAX_LIMIT_SETTING),
   // 0 keeps recordings forever (the default: deleting a user's media is a choice to make).
   RECORDINGS_RETENTION_DAYS: integer("RECORDINGS_RETENTION_DAYS", 0, 0, 36_500, " (days)"),
+  // Webhook attempts and delivered events are an audit trail, not data: a month by default.
+  WEBHOOK_LOG_RETENTION_DAYS: integer("WEBHOOK_LOG_RETENTION_DAYS", 30, 0, 36_500, " (days)"),
   MAX_LIVE_STREAMS_PER_USER: integer("MAX_LIVE_STREAMS_PER_USER", DEFAULT_LIMITS.maxLiveStreamsPerUser, 1, 10_000),
   // Below this much free space on the data directory, live sessions end and publishes are
   // refused (while SQLite can still record it), and /readyz fails.
@@ -177,6 +179,8 @@ export interface Config {
   limits: LimitSettings;
   /** Recordings of sessions that ended longer ago than this are deleted; 0 keeps them. */
   recordingsRetentionDays: number;
+  /** Webhook history older than this is deleted; 0 keeps it. */
+  webhookLogRetentionDays: number;
   /** Free space the data directory must keep for live sessions to go on, bytes. */
   storageMinFreeBytes: number;
 }
@@ -231,6 +235,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     recordingsRetentionDays: e.RECORDINGS_RETENTION_DAYS,
     storageMinFreeBytes: e.STORAGE_MIN_FREE_MB * 1024 * 1024,
+    webhookLogRetentionDays: e.WEBHOOK_LOG_RETENTION_DAYS,
     limits: {
       apiRatePerSecond: e.API_RATE_LIMIT,
       apiRateBurst: e.API_RATE_BURST,

@@ -21,6 +21,8 @@ export type { DeliveryRecord, DeliveryStatus, NewDelivery } from "./repositories
 export type { NewWebhookLog, WebhookLogRecord } from "./repositories/webhookLog";
 export { hashApiKey } from "./ids";
 export { isStorageError, writeWhenStorageAllows } from "./storageErrors";
+export { startSweeping } from "./sweep";
+export { pruneWebhookHistory, type PrunedHistory } from "./history";
 
 /** The database and one repository per table. */
 export interface Store {

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import type { Store } from "../db";
+import { startSweeping, type Store } from "../db";
 import type { Logger } from "../log";
 
 const DAY_MS = 24 * 3600_000;
@@ -32,15 +32,5 @@ export function sweepRecordings(store: Store, recordingsDir: string, retentionDa
 /** Sweeps at start and then every hour, until stopped. */
 export function startRetention(store: Store, recordingsDir: string, retentionDays: number, log: Logger): () => void {
   if (retentionDays <= 0) return () => {};
-  const sweep = () => {
-    try {
-      sweepRecordings(store, recordingsDir, retentionDays, log);
-    } catch (err) {
-      log.error({ err }, "recording retention sweep failed");
-    }
-  };
-  sweep();
-  const timer = setInterval(sweep, 3600_000);
-  timer.unref();
-  return () => clearInterval(timer);
+  return startSweeping("recording retention sweep", () => sweepRecordings(store, recordingsDir, retentionDays, log), log);
 }

@@ -6,3 +6,4 @@ export type { AttemptFailure, RetrySchedule, Verdict } from "./retry";
 export { signatureHeader, verifySignature } from "./signature";
 export { classifyAddress, type AddressKind } from "./addresses";
 export { RESPONSE_BODY_LIMIT } from "./send";
+export { startWebhookHistoryRetention } from "./retention";

@@ -1,0 +1,37 @@
+import type { Db } from "./connection";
+
+export interface PrunedHistory {
+  attempts: number;
+  deliveries: number;
+  events: number;
+}
+
+/** Rows deleted per statement: each batch is a short write, never a long lock. */
+const BATCH = 1000;
+
+/**
+ * Deletes webhook history from before `cutoff` (ms): delivery attempts (the webhook log),
+ * settled deliveries, and events no delivery refers to any more. Pending deliveries and their
+ * events stay, whatever their age: nothing still owed is forgotten.
+ */
+export function pruneWebhookHistory(db: Db, cutoff: number): PrunedHistory {
+  const batches = (sql: string) => {
+    const stmt = db.prepare(sql);
+    let total = 0;
+    for (;;) {
+      const n = stmt.run(cutoff, BATCH).changes;
+      total += n;
+      if (n < BATCH) return total;
+    }
+  };
+  return {
+    attempts: batches("DELETE FROM webhook_log WHERE seq IN (SELECT seq FROM webhook_log WHERE created_at < ? LIMIT ?)"),
+    deliveries: batches(
+      "DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE created_at < ? AND status != 'pending' LIMIT ?)",
+    ),
+    events: batches(
+      `DELETE FROM events WHERE seq IN (
+         SELECT e.seq FROM events e WHERE e.created_at < ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id) LIMIT ?)`,
+    ),
+  };
+}
