@@ -132,6 +132,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     metrics,
     maxLiveStreamsPerUser: config.limits.maxLiveStreamsPerUser,
     storageProblem: () => storage.check(),
+    publisherBytes: (publisherId) => ingest?.bytesRead(publisherId),
   });
   // Sessions a crashed run left open: closed with their stream.idle, then their recordings
   // finalized (recording.waiting after stream.idle, as at a normal end); all or nothing.

@@ -1,3 +1,4 @@
+import type { LiveRates } from "./present";
 import type { LimitSettings } from "../config";
 import type { Store } from "../db";
 import type { Logger } from "../log";
@@ -8,6 +9,8 @@ export interface LiveControl {
   interrupt(streamId: string, reason: "suspended" | "deleted" | "terminated"): void;
   /** The stream's settings changed (e.g. multistream targets), possibly while it is live. */
   streamChanged(streamId: string): void;
+  /** Live rates of a stream, its child stream or its session (by id) while it is live. */
+  rates(id: string): LiveRates | undefined;
 }
 
 export interface ApiDeps {

@@ -7,10 +7,18 @@ import type { EventName, WebhookJson } from "./schemas/webhook";
 // Records → the JSON the API returns. The types come from the response schemas, so the
 // OpenAPI document and the bytes on the wire cannot drift apart.
 
-/** Rates are not measured yet: reported as 0 rather than left out (the SDK expects numbers). */
-const NO_RATE = { ingestRate: 0, outgoingRate: 0 };
+/** Bytes per second, measured over the last 10 s of a live session. */
+export interface LiveRates {
+  /** received from the publisher */
+  ingestRate: number;
+  /** written out by the pipeline (every rendition's segments) */
+  outgoingRate: number;
+}
 
-export function presentStream(s: StreamRecord, targets: TargetRef[]): StreamJson {
+/** Not live: 0 rather than left out (the SDK expects numbers). */
+const NO_RATE: LiveRates = { ingestRate: 0, outgoingRate: 0 };
+
+export function presentStream(s: StreamRecord, targets: TargetRef[], rates: LiveRates = NO_RATE): StreamJson {
   const isChild = s.parentId !== null;
   return {
     id: s.id,
@@ -32,7 +40,7 @@ export function presentStream(s: StreamRecord, targets: TargetRef[]): StreamJson
     transcodedSegmentsDuration: s.transcodedSegmentsDuration,
     sourceBytes: s.sourceBytes,
     transcodedBytes: s.transcodedBytes,
-    ...NO_RATE,
+    ...rates,
     lastTerminatedAt: s.lastTerminatedAt,
   };
 }
@@ -44,7 +52,7 @@ export function recordingUrls(publicUrl: string, sessionId: string) {
   };
 }
 
-export function presentSession(s: SessionRecord, publicUrl: string): SessionJson {
+export function presentSession(s: SessionRecord, publicUrl: string, rates: LiveRates = NO_RATE): SessionJson {
   const recording: Partial<SessionJson> = {};
   if (s.record && s.recordingStatus) {
     recording.recordingStatus = s.recordingStatus;
@@ -72,7 +80,7 @@ export function presentSession(s: SessionRecord, publicUrl: string): SessionJson
     transcodedSegmentsDuration: s.transcodedSegmentsDuration,
     sourceBytes: s.sourceBytes,
     transcodedBytes: s.transcodedBytes,
-    ...NO_RATE,
+    ...rates,
     ...recording,
     ...(s.endedAt !== null && s.endReason ? { endReason: s.endReason } : {}),
   };

@@ -5,7 +5,8 @@ import type { Logger } from "../log";
 import { renditionLadder } from "../media/ladder";
 import { LivePipeline } from "../media/livePipeline";
 import type { ProcessEnd, ProcessRegistry } from "../media/supervisedProcess";
-import type { LiveSessionMetrics, Metrics } from "../metrics";
+import type { LiveRates } from "../api/present";
+import { RateWindow, type LiveSessionMetrics, type Metrics } from "../metrics";
 import type { LiveSessionInfo, LiveSessionObserver } from "./observer";
 
 export interface LiveSessionDeps {
@@ -25,7 +26,12 @@ export interface LiveSessionDeps {
   metrics?: Pick<Metrics, "liveSessionStarted">;
   /** Why media cannot be written now (full or unwritable disk); nothing when it can. */
   storageProblem?: () => string | undefined;
+  /** Bytes read so far from a publisher's connection (its ingest rate); undefined once gone. */
+  publisherBytes?: (publisherId: string) => number | undefined;
 }
+
+/** Live rates span this much of the recent past. */
+const RATE_WINDOW_MS = 10_000;
 
 export type EndReason =
   | "publisher left"
@@ -76,6 +82,9 @@ export class LiveSession {
   private endReason: EndReason | undefined;
   private endDetail: string | undefined;
   private publisherIsConnected = true;
+  private readonly ingestRate = new RateWindow(RATE_WINDOW_MS);
+  private readonly outgoingRate = new RateWindow(RATE_WINDOW_MS);
+  private bytesOut = 0;
   private markClosed!: () => void;
   /** Resolves when the session has ended and its state and events are written. */
   readonly closed = new Promise<void>((resolve) => (this.markClosed = resolve));
@@ -99,7 +108,19 @@ export class LiveSession {
       sourceUrl: deps.rtmpInputUrl(stream.streamKey!),
       log: this.log,
     };
+    const now = Date.now();
+    this.ingestRate.add(now, deps.publisherBytes?.(publisherId) ?? 0);
+    this.outgoingRate.add(now, 0);
     this.pipeline = this.newPipeline();
+  }
+
+  /** Bytes per second in from the publisher and out of the pipeline, over the last 10 s. */
+  rates(): LiveRates {
+    const now = Date.now();
+    const received = this.deps.publisherBytes?.(this.publisherId);
+    if (received !== undefined) this.ingestRate.add(now, received);
+    this.outgoingRate.add(now, this.bytesOut);
+    return { ingestRate: Math.round(this.ingestRate.perSecond() ?? 0), outgoingRate: Math.round(this.outgoingRate.perSecond() ?? 0) };
   }
 
   private newPipeline(resumeFrom?: number[]): LivePipeline {
@@ -118,6 +139,8 @@ export class LiveSession {
       onPlayable: () => this.playable(),
       onProgress: (delta) => {
         this.metrics?.progress(delta.sourceSegmentsDuration);
+        this.bytesOut += delta.sourceBytes + delta.transcodedBytes;
+        this.outgoingRate.add(Date.now(), this.bytesOut);
         this.write("segment counters", () => deps.store.sessions.addProgress(this.session.id, delta));
       },
       onSegment: (segment) => {

@@ -1,5 +1,6 @@
 import path from "node:path";
 import type { LiveControl } from "../api";
+import type { LiveRates } from "../api/present";
 import type { SessionRecord } from "../db";
 import type { IngestHandlers } from "../ingest";
 import { endPlaylists } from "../media";
@@ -99,6 +100,12 @@ export class SessionManager implements IngestHandlers, LiveControl {
   /** Suspend and delete end the live session at once (spec 4.1, DESIGN.md). */
   interrupt(streamId: string, reason: "suspended" | "deleted" | "terminated"): void {
     void this.byStream.get(streamId)?.stop(reason);
+  }
+
+  /** Live rates by parent stream id, or by session (= child stream) id. */
+  rates(id: string): LiveRates | undefined {
+    const live = this.byStream.get(id) ?? [...this.byStream.values()].find((s) => s.session.id === id);
+    return live?.isLive ? live.rates() : undefined;
   }
 
   /** The live session of a stream, if any (tests, metrics). */

@@ -76,6 +76,16 @@ describe("GET /metrics during a live push", () => {
     expect(speed).toBeGreaterThan(0.3);
     expect(speed).toBeLessThan(3);
     expect(sampleValue(during, "onair_queue_depth", { queue: "webhook-delivery" })).toBeGreaterThanOrEqual(0);
+    // The API's rates (bytes per second) agree with the metric: the same socket, the same window.
+    const live = (await api("GET", `/stream/${s.id}`)).body;
+    expect(live.ingestRate).toBeGreaterThan((bitrate / 8) * 0.5);
+    expect(live.ingestRate).toBeLessThan((bitrate / 8) * 2);
+    // One 180p rendition at 300 kb/s plus audio goes out: some, and not more than a few times that.
+    expect(live.outgoingRate).toBeGreaterThan(0);
+    expect(live.outgoingRate).toBeLessThan(300_000);
+    const [liveSession] = (await api("GET", `/stream/${s.id}/sessions`)).body;
+    expect(liveSession.ingestRate).toBeGreaterThan(0);
+    expect(liveSession.outgoingRate).toBeGreaterThan(0);
     expect(sampleValue(during, "onair_http_requests_total", { method: "POST", route: "/api/stream", status: "201" })).toBe(1);
     expect(sampleValue(during, "onair_http_requests_total", { method: "GET", route: "/api/stream/:id", status: "200" })).toBeGreaterThanOrEqual(1);
     // Route patterns only: no label carries an object's id.
@@ -96,6 +106,8 @@ describe("GET /metrics during a live push", () => {
     expect(sampleValue(after, "onair_ingest_bitrate_bits_per_second", { stream_id: s.id })).toBeUndefined();
     expect(sampleValue(after, "onair_transcode_speed", { stream_id: s.id })).toBeUndefined();
     expect(sampleValue(after, "onair_pipeline_failures_total")).toBe(0);
+    const ended = (await api("GET", `/stream/${s.id}`)).body;
+    expect([ended.ingestRate, ended.outgoingRate]).toEqual([0, 0]);
   });
 
   it("labels a request no route matched as other, never by its path", async () => {

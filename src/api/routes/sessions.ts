@@ -11,7 +11,8 @@ const TAG = "Sessions";
 
 export function sessionRoutes(deps: ApiDeps): Route[] {
   const { store } = deps;
-  const present = (s: Parameters<typeof presentSession>[0]) => presentSession(s, deps.publicUrl());
+  const present = (s: Parameters<typeof presentSession>[0]) =>
+    presentSession(s, deps.publicUrl(), s.endedAt === null ? deps.live.rates(s.id) : undefined);
 
   return [
     route({

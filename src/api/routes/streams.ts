@@ -42,7 +42,8 @@ function checkCaps(body: { profiles?: unknown[] | null; multistream?: { targets:
 export function streamRoutes(deps: ApiDeps): Route[] {
   const { store } = deps;
   const limits = deps.limits ?? DEFAULT_LIMITS;
-  const present = (s: StreamRecord) => presentStream(s, s.parentId ? [] : store.streamTargets.listForStream(s.id));
+  const present = (s: StreamRecord) =>
+    presentStream(s, s.parentId ? [] : store.streamTargets.listForStream(s.id), s.isActive ? deps.live.rates(s.id) : undefined);
 
   /** The caller's stream, parent or child; anything else is a 404. */
   const owned = (userId: string, id: string) => {

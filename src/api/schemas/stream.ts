@@ -102,8 +102,8 @@ export const streamObject = z
     transcodedSegmentsDuration: z.number().describe("seconds"),
     sourceBytes: z.number(),
     transcodedBytes: z.number(),
-    ingestRate: z.number(),
-    outgoingRate: z.number(),
+    ingestRate: z.number().describe("bytes per second received from the publisher over the last 10 s; 0 when not live"),
+    outgoingRate: z.number().describe("bytes per second the pipeline wrote (every rendition) over the last 10 s; 0 when not live"),
     lastTerminatedAt: z.number().nullable(),
   })
   .meta({ id: "Stream" });
