@@ -134,9 +134,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     storageProblem: () => storage.check(),
     publisherBytes: (publisherId) => ingest?.bytesRead(publisherId),
   });
-  // Sessions a crashed run left open: closed with their stream.idle, then their recordings
-  // finalized (recording.waiting after stream.idle, as at a normal end); all or nothing.
-  store.db.transaction(() => recorder.recoverAfterCrash(sessions.recoverAfterCrash()))();
+  // Sessions a crashed run left open: closed with their stream.idle, then the recordings of
+  // every ended session not yet handed to finalize (recording.waiting after stream.idle, as at
+  // a normal end); all or nothing.
+  store.db.transaction(() => {
+    sessions.recoverAfterCrash();
+    recorder.recoverAfterCrash(store.sessions.listUnfinalizedRecordings());
+  })();
   ingest = new RtmpIngest(sessions, log);
   try {
     rtmpPort = await ingest.listen(config.rtmpPort, config.host);

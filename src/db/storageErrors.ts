@@ -13,16 +13,21 @@ export function isStorageError(err: unknown): boolean {
 /**
  * Runs a write; while it fails for want of storage, tries again every `everyMs` for up to
  * `forMs` (a delivery's outcome, once its receiver has answered, must not be lost to a disk
- * that is full for a moment). Other errors, and the last storage error, are thrown.
+ * that is full for a moment), or until `giveUp` says so. Other errors, and the last storage
+ * error, are thrown.
  */
-export async function writeWhenStorageAllows<T>(write: () => T, opts: { everyMs?: number; forMs?: number } = {}): Promise<T> {
-  const { everyMs = 1000, forMs = 20_000 } = opts;
+export async function writeWhenStorageAllows<T>(
+  write: () => T,
+  opts: { everyMs?: number; forMs?: number; giveUp?: () => boolean } = {},
+): Promise<T> {
+  const { everyMs = 1000, forMs = 20_000, giveUp } = opts;
   const deadline = Date.now() + forMs;
   for (;;) {
     try {
       return write();
     } catch (err) {
-      if (!isStorageError(err) || Date.now() + everyMs > deadline) throw err;
+      // Shutting down: no more waiting (the job's lease hands it to the next run).
+      if (!isStorageError(err) || Date.now() + everyMs > deadline || giveUp?.()) throw err;
       await new Promise((r) => setTimeout(r, everyMs));
     }
   }

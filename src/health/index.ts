@@ -1,3 +1,4 @@
+import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import express from "express";
@@ -86,6 +87,9 @@ export const STORAGE_WATCH_MS = 2000;
 /** Space held back in the data directory, given up the moment storage fails (see StorageWatch). */
 export const STORAGE_RESERVE_BYTES = 16 * 1024 * 1024;
 
+/** Recovery asks for this much more than threshold + reserve, so that holding the reserve does not fail it again. */
+const RESERVE_MARGIN_BYTES = 4 * 1024 * 1024;
+
 export interface StorageWatchOptions {
   /** The folder media is written to. */
   dir: string;
@@ -114,15 +118,23 @@ export class StorageWatch {
 
   constructor(private readonly o: StorageWatchOptions) {
     this.problem = this.probe(0);
-    if (!this.problem && !this.probe(this.reserveBytes)) this.holdReserve();
-    this.timer = setInterval(() => this.check(), o.everyMs ?? STORAGE_WATCH_MS);
+    // A reserve left by a run that died on a failing disk is the room this start needs.
+    if (this.problem) this.releaseReserve();
+    else if (!this.probe(this.recoveryBytes)) this.holdReserve();
+    this.timer = setInterval(() => {
+      try {
+        this.check();
+      } catch (err) {
+        o.log.error({ err }, "storage check failed");
+      }
+    }, o.everyMs ?? STORAGE_WATCH_MS);
     this.timer.unref();
   }
 
   /** Probes now (a publish, a failed write and /readyz want the answer of this moment). */
   check(): string | undefined {
     const failing = this.problem !== undefined;
-    const problem = this.probe(0) ?? (failing ? this.probe(this.reserveBytes) : undefined);
+    const problem = this.probe(0) ?? (failing ? this.probe(this.recoveryBytes) : undefined);
     this.problem = problem;
     if (problem && !failing) {
       this.releaseReserve();
@@ -130,7 +142,7 @@ export class StorageWatch {
     } else if (!problem && failing) {
       this.holdReserve();
       this.o.onChange(undefined);
-    } else if (!problem && !this.reserved && !this.probe(this.reserveBytes)) {
+    } else if (!problem && !this.reserved && !this.probe(this.recoveryBytes)) {
       this.holdReserve();
     }
     return problem;
@@ -140,8 +152,9 @@ export class StorageWatch {
     clearInterval(this.timer);
   }
 
-  private get reserveBytes(): number {
-    return this.o.reserve?.bytes ?? 0;
+  /** Room wanted beyond the threshold before the reserve is held (again): it, and a margin. */
+  private get recoveryBytes(): number {
+    return this.o.reserve ? this.o.reserve.bytes + RESERVE_MARGIN_BYTES : 0;
   }
 
   /** The problem with `extraBytes` more wanted free; undefined when there is none. */
@@ -153,20 +166,33 @@ export class StorageWatch {
     const r = this.o.reserve;
     if (!r || this.reserved) return;
     try {
-      if (fs.statSync(r.file, { throwIfNoEntry: false })?.size !== r.bytes) fs.writeFileSync(r.file, Buffer.alloc(r.bytes));
+      // Random bytes: zeros reserve nothing on a compressing file system (ZFS, btrfs).
+      if (fs.statSync(r.file, { throwIfNoEntry: false })?.size !== r.bytes) fs.writeFileSync(r.file, crypto.randomBytes(r.bytes));
       this.reserved = true;
     } catch (err) {
-      fs.rmSync(r.file, { force: true });
       this.o.log.warn({ err, file: r.file }, "could not set storage aside for a full disk");
+      this.removeReserveFile();
     }
   }
 
   private releaseReserve(): void {
     const r = this.o.reserve;
     if (!r) return;
-    fs.rmSync(r.file, { force: true });
-    if (this.reserved) this.o.log.warn({ file: r.file, bytes: r.bytes }, "storage failing: released the reserve so that state can still be written");
+    if (this.removeReserveFile() && this.reserved) {
+      this.o.log.warn({ file: r.file, bytes: r.bytes }, "storage failing: released the reserve so that state can still be written");
+    }
     this.reserved = false;
+  }
+
+  /** A read-only or immutable directory refuses this too: logged, never thrown. */
+  private removeReserveFile(): boolean {
+    try {
+      fs.rmSync(this.o.reserve!.file, { force: true });
+      return true;
+    } catch (err) {
+      this.o.log.error({ err, file: this.o.reserve!.file }, "could not release the storage reserve");
+      return false;
+    }
   }
 }
 

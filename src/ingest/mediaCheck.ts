@@ -38,8 +38,11 @@ const AUDIO_FORMATS: Record<number, string> = {
 };
 
 export const SUPPORTED_VIDEO = "H.264";
-/** The ladder re-encodes audio to AAC; passthrough copies it, and HLS carries AAC and MP3. */
-export const SUPPORTED_AUDIO = ["AAC", "MP3"];
+/**
+ * Passthrough copies the audio into HLS and the recording's MP4 (whose remux expects AAC), and
+ * the master playlist declares AAC: MP3 (ffmpeg's default FLV audio) is refused like the rest.
+ */
+export const SUPPORTED_AUDIO = ["AAC"];
 
 /** The codec of an FLV video tag's payload (legacy CodecID or enhanced-RTMP FourCC); undefined when empty. */
 export function videoCodecOf(payload: Uint8Array): string | undefined {

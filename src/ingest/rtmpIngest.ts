@@ -40,10 +40,18 @@ const IDLE_TIMEOUT_MS = 15_000;
 /** A publish whose first video tag has not come by then is refused. */
 const FIRST_VIDEO_TIMEOUT_MS = 10_000;
 
-/** An accepted publish whose media has not been seen yet. */
-interface PendingPublish {
+/** After the first video tag, how long a publish may go without audio before it starts video-only. */
+const AUDIO_GRACE_MS = 1000;
+
+/** One publish on a connection, from the publish command to its end. */
+interface Publish {
   streamKey: string;
-  timer: NodeJS.Timeout;
+  /** The codecs of its first tags, once seen. */
+  video?: string;
+  audio?: string;
+  /** Handed to the session manager. */
+  started: boolean;
+  timers: NodeJS.Timeout[];
 }
 
 export interface IngestHandlers {
@@ -53,7 +61,8 @@ export interface IngestHandlers {
    */
   admit(streamKey: string, publisherId: string): string | undefined;
   onPublishStart(publisherId: string, streamKey: string): void;
-  onPublishEnd(publisherId: string): void;
+  /** The publisher left, or (`refusal`) was refused for what it sent after its session started. */
+  onPublishEnd(publisherId: string, refusal?: string): void;
 }
 
 /** `/live/<key>` → the key; anything else is not a stream of ours. */
@@ -66,10 +75,8 @@ export class RtmpIngest {
   private server: net.Server | undefined;
   /** node-media-server's context is process-wide: these are the sessions of this server. */
   private readonly ours = new Map<string, NmsSession>();
-  /** Admitted publishers waiting for their first video tag, by publisher id. */
-  private readonly pending = new Map<string, PendingPublish>();
-  /** Publishers handed to the session manager. */
-  private readonly started = new Set<string>();
+  /** Admitted publishes, by publisher (connection) id. */
+  private readonly publishes = new Map<string, Publish>();
   private readonly listeners: [string, (...args: string[]) => void][] = [];
 
   constructor(
@@ -82,17 +89,18 @@ export class RtmpIngest {
     this.on("postPublish", (id: string, streamPath: string) => {
       const key = this.ours.has(id) ? streamKeyFromPath(streamPath) : undefined;
       if (!key) return;
-      // The session starts once the first video tag shows H.264 (see mediaCheck.ts).
-      const timer = setTimeout(() => this.refuse(id, `no video received within ${FIRST_VIDEO_TIMEOUT_MS / 1000} s of the publish`), FIRST_VIDEO_TIMEOUT_MS);
-      this.pending.set(id, { streamKey: key, timer });
+      // The session starts once the first tags show H.264 and AAC (see mediaCheck.ts).
+      const publish: Publish = { streamKey: key, started: false, timers: [] };
+      publish.timers.push(setTimeout(() => this.refuse(id, `no video received within ${FIRST_VIDEO_TIMEOUT_MS / 1000} s of the publish`), FIRST_VIDEO_TIMEOUT_MS));
+      this.publishes.set(id, publish);
     });
     this.on("donePublish", (id: string) => {
-      this.dropPending(id);
-      if (this.started.delete(id)) this.handlers.onPublishEnd(id);
+      const publish = this.endPublish(id);
+      if (publish?.started) this.handlers.onPublishEnd(id);
     });
     this.on("prePlay", (id: string) => this.prePlay(id));
     this.on("doneConnect", (id: string) => {
-      this.dropPending(id);
+      this.endPublish(id);
       this.ours.delete(id);
     });
 
@@ -133,8 +141,7 @@ export class RtmpIngest {
   }
 
   async close(): Promise<void> {
-    for (const id of [...this.pending.keys()]) this.dropPending(id);
-    this.started.clear();
+    for (const id of [...this.publishes.keys()]) this.endPublish(id);
     for (const [event, listener] of this.listeners) nmsContext.nodeEvent.off(event, listener);
     this.listeners.length = 0;
     const server = this.server;
@@ -164,66 +171,73 @@ export class RtmpIngest {
   }
 
   /**
-   * Reads the codec of a connection's first video and first audio tag, before
-   * node-media-server handles them (the pinned 2.7.4 calls these handlers per message).
+   * Reads the codec of each publish's first video and first audio tag, before node-media-server
+   * handles them (the pinned 2.7.4 calls these handlers once per message).
    */
   private inspectMedia(session: NmsSession): void {
     const payload = () => session.parserPacket.payload.subarray(0, session.parserPacket.header.length);
     const handleVideo = session.rtmpVideoHandler.bind(session);
     const handleAudio = session.rtmpAudioHandler.bind(session);
-    let videoSeen = false;
-    let audioSeen = false;
     session.rtmpVideoHandler = () => {
-      if (!videoSeen) {
-        const codec = videoCodecOf(payload());
-        if (codec !== undefined) {
-          videoSeen = true;
-          const refusal = refuseVideo(codec);
-          if (refusal) return this.refuse(session.id, refusal);
-          handleVideo();
-          return this.mediaAccepted(session.id, codec);
-        }
-      }
+      const publish = this.publishes.get(session.id);
+      const codec = publish && publish.video === undefined ? videoCodecOf(payload()) : undefined;
+      if (codec === undefined) return handleVideo();
+      publish!.video = codec;
+      const refusal = refuseVideo(codec);
+      if (refusal) return this.refuse(session.id, refusal);
       handleVideo();
+      this.startWhenKnown(session.id, publish!);
     };
     session.rtmpAudioHandler = () => {
-      if (!audioSeen) {
-        const codec = audioCodecOf(payload());
-        if (codec !== undefined) {
-          audioSeen = true;
-          const refusal = refuseAudio(codec);
-          if (refusal) return this.refuse(session.id, refusal);
-        }
-      }
+      const publish = this.publishes.get(session.id);
+      const codec = publish && publish.audio === undefined ? audioCodecOf(payload()) : undefined;
+      if (codec === undefined) return handleAudio();
+      publish!.audio = codec;
+      const refusal = refuseAudio(codec);
+      if (refusal) return this.refuse(session.id, refusal);
       handleAudio();
+      this.startWhenKnown(session.id, publish!);
     };
   }
 
-  /** The first video tag is H.264: the publish becomes a live session. */
-  private mediaAccepted(id: string, codec: string): void {
-    const waiting = this.pending.get(id);
-    if (!waiting) return;
-    this.dropPending(id);
-    this.log.debug({ publisherId: id, codec }, "publisher's video accepted");
-    this.started.add(id);
-    this.handlers.onPublishStart(id, waiting.streamKey);
+  /**
+   * The video is H.264: the publish becomes a live session once its audio is known too, or
+   * after a moment without audio (video-only publishers exist; ffmpeg sends video first).
+   */
+  private startWhenKnown(id: string, publish: Publish): void {
+    if (publish.started || publish.video === undefined) return;
+    if (publish.audio === undefined) {
+      if (publish.timers.length < 2) publish.timers.push(setTimeout(() => this.start(id, publish), AUDIO_GRACE_MS));
+      return;
+    }
+    this.start(id, publish);
   }
 
-  /** Refuses a connection's publish after it began, for what it sends. */
+  private start(id: string, publish: Publish): void {
+    if (publish.started || this.publishes.get(id) !== publish) return;
+    for (const t of publish.timers.splice(0)) clearTimeout(t);
+    publish.started = true;
+    this.log.debug({ publisherId: id, video: publish.video, audio: publish.audio ?? "none" }, "publisher's media accepted");
+    this.handlers.onPublishStart(id, publish.streamKey);
+  }
+
+  /** Refuses a publish for what it sends (before its session starts, or ending it). */
   private refuse(id: string, reason: string): void {
     const session = this.ours.get(id);
-    this.dropPending(id);
+    const publish = this.endPublish(id);
     if (!session) return;
     this.log.warn({ publisherId: id, ip: session.ip, reason }, "publish refused");
-    if (this.started.delete(id)) this.handlers.onPublishEnd(id);
+    if (publish?.started) this.handlers.onPublishEnd(id, reason);
     session.reject();
   }
 
-  private dropPending(id: string): void {
-    const waiting = this.pending.get(id);
-    if (!waiting) return;
-    clearTimeout(waiting.timer);
-    this.pending.delete(id);
+  /** Forgets a publish and its timers; returns it, if there was one. */
+  private endPublish(id: string): Publish | undefined {
+    const publish = this.publishes.get(id);
+    if (!publish) return undefined;
+    for (const t of publish.timers.splice(0)) clearTimeout(t);
+    this.publishes.delete(id);
+    return publish;
   }
 
   /** Only this machine (the pipeline) may pull streams over RTMP; viewers use HLS. */

@@ -91,7 +91,9 @@ class TableWorker<T> {
 
   private start(row: JobRow & { lease_token: string }): void {
     this.active++;
-    const renewal = setInterval(() => this.renew(row), Math.max(10, Math.floor(this.tuning.leaseMs / 3)));
+    const renewal = setInterval(() => {
+      if (!this.renew(row)) clearInterval(renewal);
+    }, Math.max(10, Math.floor(this.tuning.leaseMs / 3)));
     renewal.unref();
     this.renewals.add(renewal);
     const run = this.run(row).finally(() => {
@@ -104,14 +106,18 @@ class TableWorker<T> {
     this.running.add(run);
   }
 
-  /** Keeps a running job's lease; a failed renewal (disk full) is tried again at the next tick. */
-  private renew(row: JobRow & { lease_token: string }): void {
+  /**
+   * Keeps a running job's lease. False once it is lost (no use renewing further); a renewal
+   * that fails (disk full) is tried again at the next tick.
+   */
+  private renew(row: JobRow & { lease_token: string }): boolean {
     try {
-      if (!this.table.renew(row.id, row.lease_token, Date.now() + this.tuning.leaseMs)) {
-        this.log.warn({ queue: this.queue, jobId: row.id }, "queue: a running job's lease was lost; it may run twice");
-      }
+      if (this.table.renew(row.id, row.lease_token, Date.now() + this.tuning.leaseMs)) return true;
+      this.log.warn({ queue: this.queue, jobId: row.id }, "queue: a running job's lease was lost; it may run twice");
+      return false;
     } catch (err) {
       this.log.error({ err, queue: this.queue, jobId: row.id }, "queue: could not renew a running job's lease");
+      return true;
     }
   }
 
@@ -132,10 +138,12 @@ class TableWorker<T> {
     if (this.forced) return;
     try {
       const outcome = retry;
-      await writeWhenStorageAllows(() =>
-        outcome
-          ? this.table.retry(row.id, row.lease_token, Date.now() + outcome.delayMs, outcome.reason)
-          : this.table.complete(row.id, row.lease_token, Date.now()),
+      await writeWhenStorageAllows(
+        () =>
+          outcome
+            ? this.table.retry(row.id, row.lease_token, Date.now() + outcome.delayMs, outcome.reason)
+            : this.table.complete(row.id, row.lease_token, Date.now()),
+        { giveUp: () => this.closed },
       );
     } catch (err) {
       // Still claimed: the lease runs out and the job comes due again (a repeat, never a loss).

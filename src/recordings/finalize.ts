@@ -75,7 +75,10 @@ export function closePlaylists(dir: string): string {
   for (const v of variants) {
     const file = path.join(dir, v, "index.m3u8");
     if (!fs.existsSync(file)) continue;
-    const segments = parseMediaPlaylist(fs.readFileSync(file, "utf8")).segments.filter((s) => fs.existsSync(path.join(dir, v, s.uri)));
+    const segments = keepDiscontinuities(
+      parseMediaPlaylist(fs.readFileSync(file, "utf8")).segments,
+      (s) => fs.existsSync(path.join(dir, v, s.uri)),
+    );
     if (segments.length === 0) continue;
     writeAtomically(file, buildVodPlaylist(segments, true));
     const bytes = segments.reduce((n, s) => n + fs.statSync(path.join(dir, v, s.uri)).size, 0);
@@ -103,4 +106,17 @@ async function remux(deps: FinalizeDeps, log: Logger, playlist: string, output: 
     throw new Error(`MP4 remux failed (ffmpeg exit ${end.code ?? end.signal}): ${end.stderrTail.slice(-3).join(" | ") || "no output"}`);
   }
   fs.renameSync(tmp, output);
+}
+
+/** The segments `keep` keeps; a seam's mark on a dropped segment moves to the next one kept (pure). */
+export function keepDiscontinuities<S extends { discontinuity?: boolean }>(segments: S[], keep: (s: S) => boolean): S[] {
+  const kept: S[] = [];
+  let seam = false;
+  for (const s of segments) {
+    seam ||= s.discontinuity === true;
+    if (!keep(s)) continue;
+    kept.push(seam && !s.discontinuity ? { ...s, discontinuity: true } : s);
+    seam = false;
+  }
+  return kept;
 }

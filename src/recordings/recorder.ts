@@ -106,11 +106,11 @@ export class Recorder implements LiveSessionObserver {
   }
 
   /**
-   * After a crash: sessions that were recording when the previous run died. What was captured
-   * is on disk; finalize makes it a recording.
+   * At start: recorded sessions that ended without reaching finalize (the previous run died, or
+   * the disk was full at their end). What was captured is on disk; finalize makes it a recording.
    */
-  recoverAfterCrash(closed: SessionRecord[]): void {
-    for (const s of closed) {
+  recoverAfterCrash(unfinalized: SessionRecord[]): void {
+    for (const s of unfinalized) {
       if (!s.record) continue;
       if (fs.existsSync(path.join(this.deps.recordingsDir, s.id))) this.markWaiting(s.parentId, s.id);
       else this.deps.store.sessions.setRecordingStatus(s.id, "failed", "the server stopped before anything was recorded");

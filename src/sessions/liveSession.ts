@@ -26,6 +26,8 @@ export interface LiveSessionDeps {
   metrics?: Pick<Metrics, "liveSessionStarted">;
   /** Why media cannot be written now (full or unwritable disk); nothing when it can. */
   storageProblem?: () => string | undefined;
+  /** Another session of the stream is live now (a retried end must leave its isActive alone). */
+  streamTakenOver?: (streamId: string) => boolean;
   /** Bytes read so far from a publisher's connection (its ingest rate); undefined once gone. */
   publisherBytes?: (publisherId: string) => number | undefined;
 }
@@ -40,6 +42,7 @@ export type EndReason =
   | "terminated"
   | "pipeline failed"
   | "storage unavailable"
+  | "media refused"
   | "shutdown";
 
 /** An end reason with what an operator needs to act on it (kept as the session's endReason). */
@@ -263,18 +266,19 @@ export class LiveSession {
    * stream.started is owed, in one transaction. A full disk delays it (retried every 2 s
    * while the server runs); a restart's recovery closes what is still open then.
    */
-  private recordEnd(described: string, attempt = 1): void {
+  private recordEnd(described: string, at = Date.now(), attempt = 1): void {
     const { store, events } = this.deps;
-    const at = Date.now();
     const recorded = this.write("session end", () =>
       store.db.transaction(() => {
         store.sessions.end(this.session.id, at, described);
-        store.streams.setActive([this.stream.id, this.session.id], false);
+        // Written late, while a successor is live: only this session's own child stream.
+        const takenOver = attempt > 1 && this.deps.streamTakenOver?.(this.stream.id) === true;
+        store.streams.setActive(takenOver ? [this.session.id] : [this.stream.id, this.session.id], false);
         // stream.idle pairs with stream.started: exactly one for each.
         if (this.started) events.raise("stream.idle", this.stream.id, { sessionId: this.session.id });
       })(),
     );
-    if (!recorded && store.db.open) setTimeout(() => this.recordEnd(described, attempt + 1), END_RETRY_MS).unref();
+    if (!recorded && store.db.open) setTimeout(() => this.recordEnd(described, at, attempt + 1), END_RETRY_MS).unref();
     else if (recorded && attempt > 1) this.log.info({ attempt }, "session end recorded after storage came back");
   }
 

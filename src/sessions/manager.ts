@@ -33,11 +33,12 @@ export class SessionManager implements IngestHandlers, LiveControl {
   admit(streamKey: string): string | undefined {
     if (this.shuttingDown) return "the server is shutting down";
     if (!this.deps.ffmpegPath) return "ffmpeg is not available on this server";
-    const storage = this.deps.storageProblem?.();
-    if (storage) return `storage unavailable: ${storage}`;
     const stream = this.deps.store.streams.getByStreamKey(streamKey);
     if (!stream) return "unknown stream key";
     if (stream.suspended) return `stream ${stream.id} is suspended`;
+    // After the key: a stranger's publishes do not get to make this server write to disk.
+    const storage = this.deps.storageProblem?.();
+    if (storage) return `storage unavailable: ${storage}`;
     // A publisher that dropped and reconnects at once (OBS does) takes over as soon as the
     // previous session has finished; a second publisher next to a live one is refused.
     const current = this.byStream.get(stream.id);
@@ -80,15 +81,25 @@ export class SessionManager implements IngestHandlers, LiveControl {
       this.deps.disconnectPublisher(publisherId);
       return;
     }
-    const live = new LiveSession(stream, publisherId, { ...this.deps, ffmpegPath: this.deps.ffmpegPath! }, (s) => this.forget(s));
+    let live: LiveSession;
+    try {
+      live = new LiveSession(stream, publisherId, { ...this.deps, ffmpegPath: this.deps.ffmpegPath!, streamTakenOver: (id) => this.byStream.has(id) }, (s) => this.forget(s));
+    } catch (err) {
+      // The session row could not be written (a full disk): refuse rather than crash.
+      this.deps.log.error({ err, streamId, publisherId }, "could not start a live session: publish refused");
+      this.deps.disconnectPublisher(publisherId);
+      return;
+    }
     this.byStream.set(stream.id, live);
     this.byPublisher.set(publisherId, live);
     live.start();
   }
 
-  onPublishEnd(publisherId: string): void {
+  onPublishEnd(publisherId: string, refusal?: string): void {
     for (const [streamId, waiting] of this.successors) if (waiting === publisherId) this.successors.delete(streamId);
-    this.byPublisher.get(publisherId)?.publisherGone();
+    const live = this.byPublisher.get(publisherId);
+    if (refusal) void live?.stop("media refused", refusal);
+    else live?.publisherGone();
   }
 
   /** The stream's settings changed: observers of a live session may need to act. */

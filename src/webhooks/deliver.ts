@@ -92,7 +92,11 @@ export class WebhookDeliverer {
     this.sender = new WebhookSender({ timeoutMs: settings.timeoutMs, blockPrivate: settings.blockPrivate });
   }
 
+  /** Closed (shutdown): in-flight sends are cut and nothing waits for a full disk any more. */
+  private closed = false;
+
   close(): void {
+    this.closed = true;
     this.sender.close();
   }
 
@@ -146,6 +150,7 @@ export class WebhookDeliverer {
           if (settledAs) this.settleInTransaction(delivery, settledAs);
         })
         .immediate(),
+      { giveUp: () => this.closed },
     );
     attemptEvents(store.db).emit(delivery.id);
     this.metrics?.webhookDelivery(settledAs === "delivered" ? "delivered" : settledAs === "failed" ? "failed" : "retry");

@@ -39,11 +39,12 @@ describe("publisher faults", () => {
   });
 
   it.each([
-    ["MPEG-4 Part 2", ["-c:v", "mpeg4", "-strict", "-1"]],
-    ["Sorenson H.263 (ffmpeg's default FLV video)", ["-c:v", "flv"]],
-  ])("a publisher sending %s video is refused at once: no session, no events, no ffmpeg", async (_name, codec) => {
+    ["MPEG-4 Part 2 video", { codec: ["-c:v", "mpeg4", "-strict", "-1"] }],
+    ["Sorenson H.263 video (ffmpeg's default for FLV)", { codec: ["-c:v", "flv"] }],
+    ["H.264 with MP3 audio (ffmpeg's default for FLV)", { audio: ["-c:a", "libmp3lame", "-b:a", "64k"] }],
+  ])("a publisher sending %s is refused at once: no session, no events, no ffmpeg", async (_name, media) => {
     const s = (await api("POST", "/stream", { name: "wrong codec", record: true })).body;
-    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 20, codec });
+    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 20, ...media });
     const end = await push.exited;
     expect(end.code).not.toBe(0);
     // Refused on its first video tag, not by the 10 s no-video timeout.

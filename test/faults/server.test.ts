@@ -140,7 +140,7 @@ describe("server faults", () => {
     // The kill lands between attempts, none in flight: every attempt the receiver answered is
     // recorded by the server (what was acknowledged is settled, what was refused is waiting),
     // and flaky's last refusal is under 0.5 s old, so its next retry is at least 1.1 s away
-    // (gaps of 2 s, 4 s… ± 20 %). A kill during an attempt would leave its job leased for 60 s
+    // (gaps of 2 s, 4 s… ± 20 %). A kill during an attempt would leave its job leased for 15 s
     // (the embedded queue's lease): a later delivery, not the case under test here.
     await waitFor(
       "the server's log to hold every attempt the receiver saw, just after a refusal",

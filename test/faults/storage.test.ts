@@ -16,6 +16,28 @@ function freeBytes(dir: string): number {
   return s.bavail * s.bsize;
 }
 
+/** Fills the file system to its last block, whatever the live ffmpeg writes or deletes meanwhile. */
+function fillUp(file: string): void {
+  const fd = fs.openSync(file, "a");
+  const chunk = Buffer.alloc(MiB);
+  try {
+    for (;;) fs.writeSync(fd, chunk);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
+  } finally {
+    fs.closeSync(fd);
+  }
+  const rest = Buffer.alloc(4096);
+  const small = fs.openSync(file, "a");
+  try {
+    for (;;) fs.writeSync(small, rest);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOSPC") throw err;
+  } finally {
+    fs.closeSync(small);
+  }
+}
+
 async function readyz(w: WatchedServer) {
   const res = await fetch(`http://127.0.0.1:${w.t.server.port}/readyz`);
   return { status: res.status, body: (await res.json()) as { checks: { storage: string } } };
@@ -88,8 +110,8 @@ describe("storage faults", () => {
       expect(fs.statSync(path.join(dataDir, "storage-reserve")).size).toBe(16 * MiB);
       const { s, push } = await goLive(w, false);
       const filler = path.join(dataDir, "filler");
-      fs.writeFileSync(filler, Buffer.alloc(freeBytes(dataDir)));
-      expect(freeBytes(dataDir)).toBe(0);
+      fillUp(filler);
+      expect(freeBytes(dataDir)).toBeLessThan(64 * 1024);
 
       await waitFor("the session to end", async () => !(await api("GET", `/stream/${s.id}`)).body.isActive, 10_000);
       await push.exited;
@@ -102,7 +124,7 @@ describe("storage faults", () => {
       // Fill the released reserve too: the API still reads, and a write it cannot make is a
       // 503 to retry later, not a 500.
       const more = path.join(dataDir, "more");
-      fs.writeFileSync(more, Buffer.alloc(freeBytes(dataDir)));
+      fillUp(more);
       expect((await api("GET", `/stream/${s.id}`)).status).toBe(200);
       let created = await api("POST", "/stream", { name: "during a full disk" });
       for (let i = 0; created.status === 201 && i < 50; i++) created = await api("POST", "/stream", { name: "x".repeat(2000) });
@@ -142,14 +164,15 @@ describe("storage faults", () => {
     }
   });
 
-  it("a media folder that refuses writes ends the live session with the reason", async () => {
+  it("a data directory that refuses writes ends the live session with the reason", async () => {
     const w = await startWatchedServer({ HLS_SEGMENT_SECONDS: "1" }, EVENTS);
     const hlsDir = path.join(w.t.dataDir, "hls");
     let locked: string[] = [];
     try {
       const { api } = w;
       const { s, push } = await goLive(w, false);
-      locked = [hlsDir, path.join(hlsDir, s.playbackId)];
+      // The data directory itself too: its reserve file cannot be deleted either (logged).
+      locked = [w.t.dataDir, hlsDir, path.join(hlsDir, s.playbackId)];
       execFileSync("chattr", ["+i", ...locked]);
       await waitFor("the session to end", async () => !(await api("GET", `/stream/${s.id}`)).body.isActive, 10_000);
       await push.exited;

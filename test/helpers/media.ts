@@ -13,14 +13,14 @@ export interface Push {
  * Pushes a few seconds of testsrc2 + sine over RTMP with 1 s keyframes, as OBS would
  * (../shared/tools/push-test-stream), in real time.
  */
-export function pushTestStream(url: string, opts: { seconds?: number; size?: string; fps?: number; codec?: string[] } = {}): Push {
+export function pushTestStream(url: string, opts: { seconds?: number; size?: string; fps?: number; codec?: string[]; audio?: string[] } = {}): Push {
   const { seconds = 4, size = "320x180", fps = 30 } = opts;
   const video = opts.codec ?? ["-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", String(fps), "-keyint_min", String(fps), "-pix_fmt", "yuv420p", "-b:v", "500k"];
   const args = [
     "-hide_banner", "-nostdin", "-loglevel", "warning", "-re",
     "-f", "lavfi", "-i", `testsrc2=size=${size}:rate=${fps}`,
     "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
-    "-t", String(seconds), ...video, "-c:a", "aac", "-b:a", "64k", "-ar", "48000", "-f", "flv", url,
+    "-t", String(seconds), ...video, ...(opts.audio ?? ["-c:a", "aac", "-b:a", "64k"]), "-ar", "48000", "-f", "flv", url,
   ];
   const started = Date.now();
   const child = spawn(FFMPEG, args, { stdio: ["ignore", "ignore", "pipe"] });

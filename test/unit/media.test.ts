@@ -3,6 +3,7 @@ import { even, loadLadder, renditionLadder } from "../../src/media/ladder";
 import { buildLiveArgs } from "../../src/media/liveArgs";
 import { buildMasterPlaylist, parseMediaPlaylist, withEndlist } from "../../src/media/playlists";
 import { buildVodPlaylist } from "../../src/recordings/vod";
+import { keepDiscontinuities } from "../../src/recordings/finalize";
 import { streamKeyFromPath } from "../../src/ingest";
 
 const P = (name: string, width: number, height: number, fps = 30, bitrate = 1_000_000) => ({ name, width, height, fps, bitrate });
@@ -84,6 +85,13 @@ describe("playlists", () => {
     const vod = buildVodPlaylist(segments, true);
     expect(vod).toContain("a_00008.ts\n#EXT-X-DISCONTINUITY\n#EXTINF:2.000000,\nar1_00009.ts\n#EXTINF");
     expect(parseMediaPlaylist(vod).segments).toEqual(segments.map((x) => ({ ...x, seq: x.seq - 7 })));
+  });
+
+  it("a seam's mark survives the loss of the segment that carried it", () => {
+    const segs = [{ uri: "a" }, { uri: "b", discontinuity: true }, { uri: "c" }, { uri: "d" }];
+    expect(keepDiscontinuities(segs, (x) => x.uri !== "b")).toEqual([{ uri: "a" }, { uri: "c", discontinuity: true }, { uri: "d" }]);
+    expect(keepDiscontinuities(segs, () => true)).toEqual(segs);
+    expect(keepDiscontinuities(segs, (x) => x.uri === "a")).toEqual([{ uri: "a" }]);
   });
 
   it("ends a playlist once", () => {

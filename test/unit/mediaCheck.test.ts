@@ -31,11 +31,11 @@ describe("the codec of a publisher's first tags", () => {
     expect(audioCodecOf(tag())).toBeUndefined();
   });
 
-  it("takes H.264 video with AAC or MP3 audio, and names what it refuses", () => {
+  it("takes H.264 video with AAC audio, and names what it refuses", () => {
     expect(refuseVideo("H.264")).toBeUndefined();
     expect(refuseVideo("HEVC")).toBe("video codec HEVC is not supported: send H.264 video (with AAC audio)");
     expect(refuseAudio("AAC")).toBeUndefined();
-    expect(refuseAudio("MP3")).toBeUndefined();
+    expect(refuseAudio("MP3")).toBe("audio codec MP3 is not supported: send AAC audio (or no audio)");
     expect(refuseAudio("Speex")).toMatch(/audio codec Speex is not supported: send AAC/);
   });
 });

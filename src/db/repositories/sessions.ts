@@ -140,6 +140,14 @@ export class SessionsRepository {
     ).map(toSession);
   }
 
+  /**
+   * Recorded sessions that ended without their recording being handed to finalize (a crash, or
+   * a full disk at their end): at start, these get finalized.
+   */
+  listUnfinalizedRecordings(): SessionRecord[] {
+    return (this.sql("SELECT * FROM sessions WHERE record = 1 AND ended_at IS NOT NULL AND recording_status IS NULL").all() as Row[]).map(toSession);
+  }
+
   /** Sessions still open (ended_at unset): after a crash, these are the ones to close. */
   listOpen(): SessionRecord[] {
     return (this.sql("SELECT * FROM sessions WHERE ended_at IS NULL").all() as Row[]).map(toSession);
