@@ -18,7 +18,7 @@ import express from "express";
 import { loadConfig } from "../src/config";
 import { createLogger } from "../src/log";
 import { startServer } from "../src/server";
-import { positiveIntFromEnv } from "./lib";
+import { fixed, formatTable, positiveIntFromEnv } from "./lib";
 
 const WARMUP_SECONDS = 2;
 
@@ -65,7 +65,9 @@ function readSettings(): Settings {
 
 /** The real service, exactly as `npm start` builds it, on a throwaway data directory. */
 async function startOnair(dataDir: string): Promise<OnairTarget> {
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent" });
+  // The per-key rate limit (API_RATE_LIMIT) would answer most of this load with 429s: off, to
+  // measure the endpoints themselves.
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", API_RATE_LIMIT: "0" });
   const server = await startServer(config, createLogger("silent"));
   const baseUrl = `http://127.0.0.1:${server.port}`;
   // A fresh data directory always yields a first user; without one there is nothing to measure.
@@ -235,9 +237,6 @@ function problemsOf(m: Measured): string | undefined {
   );
 }
 
-function fixed(n: number, digits: number): string {
-  return Number.isFinite(n) ? n.toFixed(digits) : "-";
-}
 
 function tableRow(m: Measured, baselines: Map<Kind, autocannon.Result>): string[] {
   const r = m.result;
@@ -252,15 +251,6 @@ function tableRow(m: Measured, baselines: Map<Kind, autocannon.Result>): string[
   ];
 }
 
-/** Plain text with aligned columns: the first column left-aligned, numbers right-aligned. */
-function formatTable(header: string[], rows: string[][]): string {
-  const all = [header, ...rows];
-  const widths = header.map((_, col) => Math.max(...all.map((row) => (row[col] ?? "").length)));
-  const line = (row: string[]) =>
-    row.map((cell, col) => (col === 0 ? cell.padEnd(widths[col] ?? 0) : cell.padStart(widths[col] ?? 0))).join("  ");
-  const rule = widths.map((w) => "-".repeat(w)).join("  ");
-  return [line(header), rule, ...rows.map(line)].join("\n");
-}
 
 function report(measured: Measured[], settings: Settings): string[] {
   const baselines = new Map<Kind, autocannon.Result>();

@@ -1,8 +1,9 @@
 // Small pieces the benchmarks share: settings from the environment, process CPU, statistics.
 
-import { spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
+import readline from "node:readline";
 
 /** A positive integer setting (BENCH_*), or the fallback when unset; anything else stops the bench. */
 export function positiveIntFromEnv(name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -66,4 +67,109 @@ export function makeClip(ffmpeg: string, dir: string, clip: { size: string; fps:
     child.once("error", reject);
     child.once("close", (code) => (code === 0 ? resolve(file) : reject(new Error(`could not make the test clip (ffmpeg exit ${code}): ${stderr.slice(-300)}`))));
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes a bench starts: every one is tracked by PID until it has exited, so that a failure
+// or a Ctrl-C leaves nothing running (`running`; kill what is left on the way out).
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export const running = new Set<Child>();
+
+export class Child {
+  readonly exited: Promise<Exit>;
+  readonly startedAt = performance.now();
+  private readonly proc: ChildProcess;
+  private readonly tail: string[] = [];
+  private exit: Exit | undefined;
+
+  constructor(
+    readonly name: string,
+    command: string,
+    args: string[],
+    opts: { cwd?: string; env?: NodeJS.ProcessEnv; onStdout?(line: string): void; onStderr?(line: string): void } = {},
+  ) {
+    this.proc = spawn(command, args, { cwd: opts.cwd, env: opts.env, stdio: ["ignore", opts.onStdout ? "pipe" : "ignore", "pipe"] });
+    running.add(this);
+    if (opts.onStdout) readline.createInterface({ input: this.proc.stdout! }).on("line", (line) => opts.onStdout!(line));
+    readline.createInterface({ input: this.proc.stderr! }).on("line", (line) => {
+      this.tail.push(line);
+      if (this.tail.length > 12) this.tail.shift();
+      opts.onStderr?.(line);
+    });
+    this.exited = new Promise<Exit>((resolve) => {
+      const finish = (code: number | null, signal: NodeJS.Signals | null) => {
+        if (this.exit) return;
+        this.exit = { code, signal };
+        running.delete(this);
+        resolve(this.exit);
+      };
+      this.proc.once("close", finish);
+      this.proc.once("error", (err) => {
+        this.tail.push(String(err));
+        finish(null, null);
+      });
+    });
+  }
+
+  get pid(): number | undefined {
+    return this.proc.pid;
+  }
+
+  get isRunning(): boolean {
+    return this.exit === undefined;
+  }
+
+  /** Its name, pid and last words: for error messages while it runs. */
+  describe(): string {
+    return `${this.name} (pid ${this.pid})${this.tail.length ? `: ${this.tail.slice(-4).join(" | ")}` : ""}`;
+  }
+
+  /** Why it ended, with its last words: for error messages. */
+  describeExit(): string {
+    const how = this.exit ? (this.exit.signal ? `signal ${this.exit.signal}` : `code ${this.exit.code}`) : "still running";
+    return `${this.name} (pid ${this.pid}) exited with ${how}${this.tail.length ? `: ${this.tail.slice(-4).join(" | ").slice(0, 600)}` : ""}`;
+  }
+
+  /** `sig` (ffmpeg finishes its files on SIGINT; the server shuts down on SIGTERM), SIGKILL after graceMs. */
+  async stop(graceMs = 3000, sig: NodeJS.Signals = "SIGINT"): Promise<Exit> {
+    this.signal(sig);
+    const timer = setTimeout(() => this.signal("SIGKILL"), graceMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  signal(sig: NodeJS.Signals): void {
+    if (!this.isRunning || this.pid === undefined) return;
+    try {
+      process.kill(this.pid, sig);
+    } catch {
+      // already gone
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables
+
+/** A number with `digits` decimals, or "-" when there is none. */
+export function fixed(n: number | undefined, digits: number): string {
+  return n !== undefined && Number.isFinite(n) ? n.toFixed(digits) : "-";
+}
+
+/** Plain text with aligned columns: the first column left-aligned, numbers right-aligned. */
+export function formatTable(header: string[], rows: string[][]): string {
+  const all = [header, ...rows];
+  const widths = header.map((_, col) => Math.max(...all.map((row) => (row[col] ?? "").length)));
+  const line = (row: string[]) =>
+    row.map((cell, col) => (col === 0 ? cell.padEnd(widths[col] ?? 0) : cell.padStart(widths[col] ?? 0))).join("  ");
+  const rule = widths.map((w) => "-".repeat(w)).join("  ");
+  return [line(header), rule, ...rows.map(line)].join("\n");
 }

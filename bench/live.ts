@@ -45,11 +45,9 @@
 // (default 4), BENCH_WINDOW in seconds (default 20), BENCH_SEGMENT_SECONDS (default 2),
 // BENCH_REALTIME_MIN (default 0.97); FFMPEG_PATH as for the server. Quick run: BENCH_WINDOW=8 BENCH_MAX_STREAMS=2 BENCH_RUNS=1.
 
-import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import readline from "node:readline";
 import { loadConfig, type Config } from "../src/config";
 import type { Profile } from "../src/db";
 import { createLogger } from "../src/log";
@@ -58,7 +56,7 @@ import { buildLiveArgs, variantDir, variantPlaylist } from "../src/media/liveArg
 import { AUDIO_BITRATE } from "../src/media/livePipeline";
 import { parseMediaPlaylist } from "../src/media/playlists";
 import { startServer, type RunningServer } from "../src/server";
-import { ffmpegVersion, makeClip, median, positiveIntFromEnv, processCpuSeconds } from "./lib";
+import { Child, ffmpegVersion, fixed, formatTable, makeClip, median, positiveIntFromEnv, processCpuSeconds, running } from "./lib";
 
 /** Spec: a stream that is not live 20 s after its publisher started has failed. */
 const ACTIVE_TIMEOUT_MS = 20_000;
@@ -83,7 +81,6 @@ interface Settings {
   realtimeMin: number;
 }
 
-
 function fractionFromEnv(name: string, fallback: number): number {
   const raw = process.env[name];
   if (raw === undefined || raw === "") return fallback;
@@ -107,86 +104,6 @@ function readSettings(): Settings {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 const seconds = (fromMs: number) => (performance.now() - fromMs) / 1000;
-
-// ---------------------------------------------------------------------------------------------
-// Processes this bench starts. Every one is tracked by PID until it has exited, so that a failure
-// or a Ctrl-C leaves nothing running.
-
-interface Exit {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-}
-
-const running = new Set<Child>();
-
-class Child {
-  readonly exited: Promise<Exit>;
-  private readonly proc: ChildProcess;
-  private readonly lines: string[] = [];
-  private exit: Exit | undefined;
-
-  constructor(
-    readonly name: string,
-    command: string,
-    args: string[],
-  ) {
-    this.proc = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
-    running.add(this);
-    readline.createInterface({ input: this.proc.stderr! }).on("line", (line) => {
-      this.lines.push(line);
-      if (this.lines.length > 12) this.lines.shift();
-    });
-    this.exited = new Promise<Exit>((resolve) => {
-      const finish = (code: number | null, signal: NodeJS.Signals | null) => {
-        if (this.exit) return;
-        this.exit = { code, signal };
-        running.delete(this);
-        resolve(this.exit);
-      };
-      this.proc.once("close", finish);
-      this.proc.once("error", (err) => {
-        this.lines.push(String(err));
-        finish(null, null);
-      });
-    });
-  }
-
-  get pid(): number | undefined {
-    return this.proc.pid;
-  }
-
-  get isRunning(): boolean {
-    return this.exit === undefined;
-  }
-
-  /** Why it ended, with its last words: for error messages. */
-  describeExit(): string {
-    const how = this.exit ? (this.exit.signal ? `signal ${this.exit.signal}` : `code ${this.exit.code}`) : "still running";
-    return `${this.name} (pid ${this.pid}) exited with ${how}${this.lines.length ? `:\n    ${this.lines.slice(-6).join("\n    ")}` : ""}`;
-  }
-
-  /** SIGINT (ffmpeg finishes its files), SIGKILL after graceMs. */
-  async stop(graceMs = 3000): Promise<Exit> {
-    if (this.isRunning) this.signal("SIGINT");
-    const timer = setTimeout(() => this.signal("SIGKILL"), graceMs);
-    try {
-      return await this.exited;
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  signal(sig: NodeJS.Signals): void {
-    if (!this.isRunning || this.pid === undefined) return;
-    try {
-      process.kill(this.pid, sig);
-    } catch {
-      // already gone
-    }
-  }
-}
-
-
 
 /** A live source: the clip, looped, paced in real time, pushed over RTMP as OBS would. */
 function pushClip(ffmpeg: string, clip: string, url: string, name: string): Child {
@@ -406,9 +323,6 @@ function readPlaylist(file: string): ReturnType<typeof parseMediaPlaylist> | und
 }
 
 const hasSegment = (file: string) => (readPlaylist(file)?.segments.length ?? 0) > 0;
-
-
-
 
 function machineTicks(): { busy: number; total: number } | undefined {
   try {
@@ -657,21 +571,6 @@ async function onairRound(o: Onair, n: number, streams: BenchStream[], clip: str
 
 // ---------------------------------------------------------------------------------------------
 // Report
-
-function fixed(n: number | undefined, digits: number): string {
-  return n !== undefined && Number.isFinite(n) ? n.toFixed(digits) : "-";
-}
-
-
-/** Plain text with aligned columns: the first column left-aligned, numbers right-aligned. */
-function formatTable(header: string[], rows: string[][]): string {
-  const all = [header, ...rows];
-  const widths = header.map((_, col) => Math.max(...all.map((row) => (row[col] ?? "").length)));
-  const line = (row: string[]) =>
-    row.map((cell, col) => (col === 0 ? cell.padEnd(widths[col] ?? 0) : cell.padStart(widths[col] ?? 0))).join("  ");
-  const rule = widths.map((w) => "-".repeat(w)).join("  ");
-  return [line(header), rule, ...rows.map(line)].join("\n");
-}
 
 function timeToLiveTable(results: Map<string, TimeToLive[]>, settings: Settings): string {
   const seg = settings.segmentSeconds;

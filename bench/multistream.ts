@@ -19,18 +19,16 @@
 // Settings (environment): BENCH_STREAMS (default 1), BENCH_WINDOW seconds (default 20),
 // BENCH_SEGMENT_SECONDS (default 2), BENCH_RENDITION (default 720p). Linux only (/proc).
 
-import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import readline from "node:readline";
 import { loadConfig } from "../src/config";
 import { createLogger } from "../src/log";
 import { loadLadder } from "../src/media/ladder";
 import { startServer, type RunningServer } from "../src/server";
-import { ffmpegVersion, makeClip, positiveIntFromEnv, processCpuSeconds } from "./lib";
+import { Child, ffmpegVersion, formatTable, makeClip, positiveIntFromEnv, processCpuSeconds, running } from "./lib";
 
 const CLIP_SIZE = "1280x720";
 const CLIP_FPS = 30;
@@ -58,69 +56,7 @@ function readSettings(): Settings {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-// ---------------------------------------------------------------------------------------------
-// Processes this bench starts (clip encoder, publishers, destinations): tracked by PID until they
-// exit, so that a failure or a Ctrl-C leaves nothing running.
 
-const running = new Set<Child>();
-
-class Child {
-  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  private readonly proc: ChildProcess;
-  private readonly lines: string[] = [];
-  private done = false;
-
-  constructor(
-    readonly name: string,
-    command: string,
-    args: string[],
-  ) {
-    this.proc = spawn(command, args, { stdio: ["ignore", "ignore", "pipe"] });
-    running.add(this);
-    readline.createInterface({ input: this.proc.stderr! }).on("line", (line) => {
-      this.lines.push(line);
-      if (this.lines.length > 8) this.lines.shift();
-    });
-    this.exited = new Promise((resolve) => {
-      const finish = (code: number | null, signal: NodeJS.Signals | null) => {
-        if (this.done) return;
-        this.done = true;
-        running.delete(this);
-        resolve({ code, signal });
-      };
-      this.proc.once("close", finish);
-      this.proc.once("error", (err) => {
-        this.lines.push(String(err));
-        finish(null, null);
-      });
-    });
-  }
-
-  get pid(): number | undefined {
-    return this.proc.pid;
-  }
-
-  describe(): string {
-    return `${this.name} (pid ${this.pid})${this.lines.length ? `: ${this.lines.slice(-4).join(" | ")}` : ""}`;
-  }
-
-  /** SIGINT, then SIGKILL after graceMs. */
-  async stop(graceMs = 3000): Promise<void> {
-    this.signal("SIGINT");
-    const timer = setTimeout(() => this.signal("SIGKILL"), graceMs);
-    await this.exited;
-    clearTimeout(timer);
-  }
-
-  signal(sig: NodeJS.Signals): void {
-    if (this.done || this.pid === undefined) return;
-    try {
-      process.kill(this.pid, sig);
-    } catch {
-      // already gone
-    }
-  }
-}
 
 
 async function freePort(): Promise<number> {
@@ -193,11 +129,6 @@ function killEverything(): void {
   if (workDir) fs.rmSync(workDir, { recursive: true, force: true });
 }
 
-function formatTable(head: string[], rows: string[][]): string {
-  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (cells: string[]) => "  " + cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("   ");
-  return [line(head), line(widths.map((w) => "-".repeat(w))), ...rows.map(line)].join("\n");
-}
 
 async function main(): Promise<void> {
   const settings = readSettings();
