@@ -1,4 +1,4 @@
-import type { SessionRecord, StreamRecord, TargetRecord, TargetRef, WebhookRecord } from "../db";
+import type { SegmentCounters, SessionRecord, StreamRecord, TargetRecord, TargetRef, WebhookRecord } from "../db";
 import type { SessionJson } from "./schemas/session";
 import type { StreamJson } from "./schemas/stream";
 import type { TargetJson } from "./schemas/target";
@@ -18,6 +18,12 @@ export interface LiveRates {
 /** Not live: 0 rather than left out (the SDK expects numbers). */
 const NO_RATE: LiveRates = { ingestRate: 0, outgoingRate: 0 };
 
+/** Segment counters and live rates, as streams and sessions both report them. */
+function mediaCounters(s: SegmentCounters, rates: LiveRates): SegmentCounters & LiveRates {
+  const { sourceSegments, transcodedSegments, sourceSegmentsDuration, transcodedSegmentsDuration, sourceBytes, transcodedBytes } = s;
+  return { sourceSegments, transcodedSegments, sourceSegmentsDuration, transcodedSegmentsDuration, sourceBytes, transcodedBytes, ...rates };
+}
+
 export function presentStream(s: StreamRecord, targets: TargetRef[], rates: LiveRates = NO_RATE): StreamJson {
   const isChild = s.parentId !== null;
   return {
@@ -34,13 +40,7 @@ export function presentStream(s: StreamRecord, targets: TargetRef[], rates: Live
     profiles: s.profiles,
     ...(isChild ? {} : { multistream: { targets } }),
     ...(s.playbackPolicy ? { playbackPolicy: { type: "public" as const } } : {}),
-    sourceSegments: s.sourceSegments,
-    transcodedSegments: s.transcodedSegments,
-    sourceSegmentsDuration: s.sourceSegmentsDuration,
-    transcodedSegmentsDuration: s.transcodedSegmentsDuration,
-    sourceBytes: s.sourceBytes,
-    transcodedBytes: s.transcodedBytes,
-    ...rates,
+    ...mediaCounters(s, rates),
     lastTerminatedAt: s.lastTerminatedAt,
   };
 }
@@ -74,13 +74,7 @@ export function presentSession(s: SessionRecord, publicUrl: string, rates: LiveR
     isActive: s.endedAt === null,
     record: s.record,
     profiles: s.profiles,
-    sourceSegments: s.sourceSegments,
-    transcodedSegments: s.transcodedSegments,
-    sourceSegmentsDuration: s.sourceSegmentsDuration,
-    transcodedSegmentsDuration: s.transcodedSegmentsDuration,
-    sourceBytes: s.sourceBytes,
-    transcodedBytes: s.transcodedBytes,
-    ...rates,
+    ...mediaCounters(s, rates),
     ...recording,
     ...(s.endedAt !== null && s.endReason ? { endReason: s.endReason } : {}),
   };

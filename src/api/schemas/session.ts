@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { profile, listQuery, queryFlag } from "./common";
+import { listQuery, mediaCounters, profile, queryFlag } from "./common";
 
 export const sessionObject = z
   .object({
@@ -14,14 +14,7 @@ export const sessionObject = z
     isActive: z.boolean().describe("true while the session is live"),
     record: z.boolean(),
     profiles: z.array(profile),
-    sourceSegments: z.number(),
-    transcodedSegments: z.number(),
-    sourceSegmentsDuration: z.number().describe("seconds"),
-    transcodedSegmentsDuration: z.number().describe("seconds"),
-    sourceBytes: z.number(),
-    transcodedBytes: z.number(),
-    ingestRate: z.number().describe("bytes per second received from the publisher over the last 10 s; 0 when not live"),
-    outgoingRate: z.number().describe("bytes per second the pipeline wrote (every rendition) over the last 10 s; 0 when not live"),
+    ...mediaCounters,
     recordingStatus: z.enum(["waiting", "ready", "failed", "deleted", "none"]).optional(),
     recordingUrl: z.string().optional().describe("HLS playlist of the recording"),
     mp4Url: z.string().optional(),

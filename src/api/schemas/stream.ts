@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { expected, profile, profiles, queryFlag, listQuery, targetUrl } from "./common";
+import { expected, listQuery, mediaCounters, profile, profiles, queryFlag, targetUrl } from "./common";
 
 export const playbackPolicy = z
   .object({
@@ -96,14 +96,7 @@ export const streamObject = z
     profiles: z.array(profile),
     multistream: z.object({ targets: z.array(targetRef) }).optional(),
     playbackPolicy: z.object({ type: z.literal("public") }).optional(),
-    sourceSegments: z.number(),
-    transcodedSegments: z.number(),
-    sourceSegmentsDuration: z.number().describe("seconds"),
-    transcodedSegmentsDuration: z.number().describe("seconds"),
-    sourceBytes: z.number(),
-    transcodedBytes: z.number(),
-    ingestRate: z.number().describe("bytes per second received from the publisher over the last 10 s; 0 when not live"),
-    outgoingRate: z.number().describe("bytes per second the pipeline wrote (every rendition) over the last 10 s; 0 when not live"),
+    ...mediaCounters,
     lastTerminatedAt: z.number().nullable(),
   })
   .meta({ id: "Stream" });
