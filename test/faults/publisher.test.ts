@@ -17,7 +17,7 @@ const received = () => w.received();
 const eventsOf = (id: string) => w.eventsOf(id);
 describe("publisher faults", () => {
   it("a publisher killed mid-stream that reconnects at once gets a fresh session, events paired", async () => {
-    const s = (await api("POST", "/stream", { name: "flaky uplink" })).body;
+    const s = (await api("POST", "/stream", { name: "flaky uplink", record: true })).body;
     const url = `rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`;
     const first = pushTestStream(url, { seconds: 30 });
     await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
@@ -35,7 +35,13 @@ describe("publisher faults", () => {
     expect(mine.map((e) => e.event)).toEqual(["stream.started", "stream.idle", "stream.started", "stream.idle"]);
     const [newer, older] = (await api("GET", `/stream/${s.id}/sessions`)).body;
     expect(mine.map((e) => e.payload.sessionId)).toEqual([older.id, older.id, newer.id, newer.id]);
-    expect(t.server.processes.size).toBe(0);
+    // Both sessions' recordings are finalized, the killed one's included.
+    const recorded = await waitFor("both recordings finalized", async () => {
+      const list = (await api("GET", `/stream/${s.id}/sessions?record=1`)).body as { recordingStatus: string }[];
+      return list.length === 2 && list.every((x) => ["ready", "failed"].includes(x.recordingStatus)) && list;
+    }, 30_000);
+    expect(recorded.map((x) => x.recordingStatus)).toEqual(["ready", "ready"]);
+    await waitFor("every ffmpeg reaped", () => t.server.processes.size === 0, 10_000);
   });
 
   it.each([
