@@ -19,16 +19,33 @@ const CLK_TCK = (() => {
   return Number.isInteger(n) && n > 0 ? n : 100;
 })();
 
-/** CPU seconds (user + system) a process has used, from /proc (Linux); undefined once it is gone. */
-export function processCpuSeconds(pid: number): number | undefined {
+export interface ProcessStat {
+  ppid: number;
+  /** CPU seconds (user + system) of the process itself. */
+  cpu: number;
+  /** CPU seconds of its children that have exited and been waited for. */
+  reapedChildrenCpu: number;
+}
+
+/** A process's parent and CPU seconds, from /proc/<pid>/stat (Linux); undefined once it is gone. */
+export function processStat(pid: number): ProcessStat | undefined {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-    // After the command name (which may hold spaces): utime and stime are fields 14 and 15.
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    return (Number(fields[11]) + Number(fields[12])) / CLK_TCK;
+    // After the command name (which may hold spaces): ppid is field 4, utime..cstime 14-17.
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return {
+      ppid: Number(f[1]),
+      cpu: (Number(f[11]) + Number(f[12])) / CLK_TCK,
+      reapedChildrenCpu: (Number(f[13]) + Number(f[14])) / CLK_TCK,
+    };
   } catch {
     return undefined;
   }
+}
+
+/** CPU seconds (user + system) a process has used, from /proc (Linux); undefined once it is gone. */
+export function processCpuSeconds(pid: number): number | undefined {
+  return processStat(pid)?.cpu;
 }
 
 export function median(xs: number[]): number {
