@@ -38,7 +38,7 @@ describe("publisher faults", () => {
     // Both sessions' recordings are finalized, the killed one's included.
     const recorded = await waitFor("both recordings finalized", async () => {
       const list = (await api("GET", `/stream/${s.id}/sessions?record=1`)).body as { recordingStatus: string }[];
-      return list.length === 2 && list.every((x) => ["ready", "failed"].includes(x.recordingStatus)) && list;
+      return list.length === 2 && list.every((x) => ["ready", "failed"].includes(x.recordingStatus)) ? list : undefined;
     }, 30_000);
     expect(recorded.map((x) => x.recordingStatus)).toEqual(["ready", "ready"]);
     await waitFor("every ffmpeg reaped", () => t.server.processes.size === 0, 10_000);
