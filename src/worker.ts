@@ -3,59 +3,31 @@
 // events and writes the delivery log in the same SQLite database), so it runs on the same host
 // or volume; the API can then set WEBHOOK_CONCURRENCY=0 and leave delivery to the workers.
 
-import { ConfigError, loadConfig, type Config } from "./config";
 import { openStore } from "./db";
 import { startEvents } from "./events";
+import { configOrExit, runMain, runUntilSignal } from "./lifecycle";
 import { createLogger } from "./log";
 
-function configOrExit(): Config {
-  try {
-    const config = loadConfig();
-    const problems: string[] = [];
-    if (!config.redisUrl) problems.push("REDIS_URL is required: workers take their jobs from BullMQ on Redis (the embedded queue runs inside `npm start`)");
-    if (config.webhooks.concurrency < 1) problems.push("WEBHOOK_CONCURRENCY must be at least 1 for a worker");
-    if (problems.length) throw new ConfigError(problems);
-    return config;
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`onair worker: ${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
-}
-
-async function main(): Promise<void> {
-  const config = configOrExit();
+runMain("onair worker", async () => {
+  const config = configOrExit("onair worker", (c) => [
+    ...(c.redisUrl ? [] : ["REDIS_URL is required: workers take their jobs from BullMQ on Redis (the embedded queue runs inside `npm start`)"]),
+    ...(c.webhooks.concurrency < 1 ? ["WEBHOOK_CONCURRENCY must be at least 1 for a worker"] : []),
+  ]);
   const log = createLogger(config.logLevel);
-  const store = openStore(config.dbPath);
-  const running = await startEvents(config, store, log).catch((err: unknown) => {
-    store.close();
-    throw err;
-  });
-  log.info({ dataDir: config.dataDir }, "onair worker is running");
-
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, "worker shutting down: finishing the deliveries in flight");
-    running.stop().then(
-      () => {
+  const started = await runUntilSignal(log, {
+    start: async () => {
+      const store = openStore(config.dbPath);
+      const events = await startEvents(config, store, log).catch((err: unknown) => {
         store.close();
-        process.exit(0);
-      },
-      (err: unknown) => {
-        log.error({ err }, "error while shutting down");
-        process.exit(1);
-      },
-    );
-  };
-  process.on("SIGINT", () => shutdown("SIGINT"));
-  process.on("SIGTERM", () => shutdown("SIGTERM"));
-}
-
-main().catch((err: unknown) => {
-  process.stderr.write(`onair worker: failed to start: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
+        throw err;
+      });
+      return { store, events };
+    },
+    stop: async ({ store, events }) => {
+      await events.stop();
+      store.close();
+    },
+    stopping: "worker shutting down: finishing the deliveries in flight",
+  });
+  if (started) log.info({ dataDir: config.dataDir }, "onair worker is running");
 });
