@@ -1,25 +1,19 @@
-import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
+import { useTestServer } from "../helpers/server";
 
-let t: TestServer;
-let api: Api;
-
-beforeAll(async () => {
-  t = await startTestServer();
-  api = apiClient(t.apiUrl, t.key);
-});
-afterAll(() => t.stop());
+const fx = useTestServer();
+const { api } = fx;
 
 describe("errors are always {errors: [...]} with the right status", () => {
   it("401 without a key, with a malformed header and with an unknown key", async () => {
     for (const headers of [{} as Record<string, string>, { authorization: "Basic abc" }, { authorization: "Bearer" }, { authorization: "Bearer not-a-key" }]) {
-      const res = await fetch(`${t.apiUrl}/stream`, { headers });
+      const res = await fetch(`${fx.t.apiUrl}/stream`, { headers });
       expect(res.status).toBe(401);
       const body = (await res.json()) as { errors: string[] };
       expect(body.errors).toHaveLength(1);
       expect(typeof body.errors[0]).toBe("string");
     }
     // The scheme is case-insensitive, as HTTP says.
-    const ok = await fetch(`${t.apiUrl}/stream`, { headers: { authorization: `bearer ${t.key}` } });
+    const ok = await fetch(`${fx.t.apiUrl}/stream`, { headers: { authorization: `bearer ${fx.t.key}` } });
     expect(ok.status).toBe(200);
   });
 
@@ -44,14 +38,14 @@ describe("errors are always {errors: [...]} with the right status", () => {
   });
 
   it("422 for an empty body where one is required", async () => {
-    const res = await fetch(`${t.apiUrl}/stream`, { method: "POST", headers: { authorization: `Bearer ${t.key}` } });
+    const res = await fetch(`${fx.t.apiUrl}/stream`, { method: "POST", headers: { authorization: `Bearer ${fx.t.key}` } });
     expect(res.status).toBe(422);
     expect(((await res.json()) as { errors: string[] }).errors).toEqual(["name: is required"]);
   });
 
   it("404 for unknown routes, in and out of the API", async () => {
     for (const path of ["/api/nope", "/api/stream/a/b/c", "/nope", "/play"]) {
-      const res = await fetch(`http://127.0.0.1:${t.server.port}${path}`, { headers: { authorization: `Bearer ${t.key}` } });
+      const res = await fetch(`http://127.0.0.1:${fx.t.server.port}${path}`, { headers: { authorization: `Bearer ${fx.t.key}` } });
       expect(res.status).toBe(404);
       expect(((await res.json()) as { errors: string[] }).errors[0]).toMatch(/not found|no such endpoint/);
     }
@@ -98,7 +92,7 @@ describe("errors are always {errors: [...]} with the right status", () => {
 
 describe("OpenAPI", () => {
   it("serves an OpenAPI 3.1 document covering every endpoint, generated from the schemas", async () => {
-    const res = await fetch(`${t.apiUrl}/openapi.json`);
+    const res = await fetch(`${fx.t.apiUrl}/openapi.json`);
     expect(res.status).toBe(200);
     const doc = (await res.json()) as any;
     expect(doc.openapi).toBe("3.1.0");
@@ -121,7 +115,7 @@ describe("OpenAPI", () => {
   });
 
   it("serves a readable reference page", async () => {
-    const res = await fetch(`${t.apiUrl}/docs`);
+    const res = await fetch(`${fx.t.apiUrl}/docs`);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/text\/html/);
     const html = await res.text();
@@ -131,14 +125,10 @@ describe("OpenAPI", () => {
 });
 
 describe("requests the HTTP parser refuses", () => {
-  let t2: TestServer;
-  beforeAll(async () => {
-    t2 = await startTestServer();
-  });
-  afterAll(() => t2.stop());
+  const other = useTestServer();
 
   it("a URL over 16 KiB gets 431 with the error body", async () => {
-    const res = await fetch(`${t2.apiUrl}/stream?filters=${"x".repeat(20_000)}`, { headers: { authorization: `Bearer ${t2.key}` } });
+    const res = await fetch(`${other.t.apiUrl}/stream?filters=${"x".repeat(20_000)}`, { headers: { authorization: `Bearer ${other.t.key}` } });
     expect(res.status).toBe(431);
     expect(((await res.json()) as { errors: string[] }).errors[0]).toMatch(/too large/);
   });

@@ -1,13 +1,7 @@
-import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
+import { useTestServer } from "../helpers/server";
 
-let t: TestServer;
-let api: Api;
-
-beforeAll(async () => {
-  t = await startTestServer();
-  api = apiClient(t.apiUrl, t.key);
-});
-afterAll(() => t.stop());
+const fx = useTestServer();
+const { api } = fx;
 
 const nextUrl = (link: string | null) => (link ? /^<([^>]+)>; rel="next"$/.exec(link)![1]! : undefined);
 
@@ -53,7 +47,7 @@ describe.each([
   });
 
   it("walks 4 pages by the Link header, newest first, nothing lost or repeated", async () => {
-    const { ids, pages } = await walkByLink(`${t.apiUrl}${path}?limit=3${path === "/stream" ? "&streamsonly=1" : ""}`);
+    const { ids, pages } = await walkByLink(`${fx.t.apiUrl}${path}?limit=3${path === "/stream" ? "&streamsonly=1" : ""}`);
     expect(pages).toBe(4);
     expect(ids.slice(0, 11)).toEqual(created);
     expect(new Set(ids).size).toBe(ids.length);

@@ -1,19 +1,11 @@
-import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
+import { useTestServer } from "../helpers/server";
 
-let t: TestServer;
-let api: Api;
-let bob: Api;
-
-beforeAll(async () => {
-  t = await startTestServer();
-  api = apiClient(t.apiUrl, t.key);
-  bob = apiClient(t.apiUrl, t.keyFor("bob"));
-});
-afterAll(() => t.stop());
+const fx = useTestServer();
+const { api, bob } = fx;
 
 /** Sessions are written by ingest; here the real repository stands in for a publish. */
 function publish(streamId: string) {
-  const { store } = t.server;
+  const { store } = fx.t.server;
   const session = store.sessions.start(store.streams.get(streamId)!);
   store.sessions.addProgress(session.id, { sourceSegments: 5, sourceSegmentsDuration: 10.2 });
   return session;
@@ -24,7 +16,7 @@ describe("sessions", () => {
     const P = { name: "360p", bitrate: 800000, fps: 30, width: 640, height: 360 };
     const s = (await api("POST", "/stream", { name: "show", profiles: [P], record: true })).body;
     const first = publish(s.id);
-    t.server.store.sessions.end(first.id);
+    fx.t.server.store.sessions.end(first.id);
     await api("PATCH", `/stream/${s.id}/record`, { record: false });
     const second = publish(s.id);
 
@@ -47,8 +39,8 @@ describe("sessions", () => {
   it("shows recording fields only on recorded sessions", async () => {
     const s = (await api("POST", "/stream", { name: "rec", record: true })).body;
     const session = publish(s.id);
-    t.server.store.sessions.end(session.id);
-    t.server.store.sessions.setRecordingStatus(session.id, "ready");
+    fx.t.server.store.sessions.end(session.id);
+    fx.t.server.store.sessions.setRecordingStatus(session.id, "ready");
     const body = (await api("GET", `/stream/${s.id}/sessions?record=1`)).body[0];
     expect(body).toMatchObject({ recordingStatus: "ready" });
     expect(body.recordingUrl).toMatch(new RegExp(`/recordings/${session.id}/index\\.m3u8$`));
@@ -76,7 +68,7 @@ describe("sessions", () => {
 describe("playback", () => {
   it("GET /playback/{playbackId} needs no key and gives the HLS URL", async () => {
     const s = (await api("POST", "/stream", { name: "watch me" })).body;
-    const res = await fetch(`${t.apiUrl}/playback/${s.playbackId}`);
+    const res = await fetch(`${fx.t.apiUrl}/playback/${s.playbackId}`);
     expect(res.status).toBe(200);
     const body = await res.json();
     expect(body).toEqual({
@@ -84,11 +76,11 @@ describe("playback", () => {
       meta: {
         live: 0,
         playbackPolicy: { type: "public" },
-        source: [{ hrn: "HLS (TS)", type: "html5/application/vnd.apple.mpegurl", url: `${t.server.publicUrl}/hls/${s.playbackId}/index.m3u8` }],
+        source: [{ hrn: "HLS (TS)", type: "html5/application/vnd.apple.mpegurl", url: `${fx.t.server.publicUrl}/hls/${s.playbackId}/index.m3u8` }],
       },
     });
     expect(JSON.stringify(body)).not.toContain(s.streamKey);
-    const missing = await fetch(`${t.apiUrl}/playback/unknown`);
+    const missing = await fetch(`${fx.t.apiUrl}/playback/unknown`);
     expect(missing.status).toBe(404);
     expect(await missing.json()).toEqual({ errors: ["playback id unknown not found"] });
   });

@@ -1,18 +1,10 @@
-import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
+import { useTestServer } from "../helpers/server";
 
 const P720 = { name: "720p", bitrate: 3_000_000, fps: 30, width: 1280, height: 720 };
 const P360 = { name: "360p", bitrate: 800_000, fps: 30, width: 640, height: 360 };
 
-let t: TestServer;
-let api: Api;
-let bob: Api;
-
-beforeAll(async () => {
-  t = await startTestServer();
-  api = apiClient(t.apiUrl, t.key);
-  bob = apiClient(t.apiUrl, t.keyFor("bob"));
-});
-afterAll(() => t.stop());
+const fx = useTestServer();
+const { api, bob } = fx;
 
 describe("POST /stream", () => {
   it("creates a stream with the service-assigned fields (201)", async () => {
@@ -151,7 +143,7 @@ describe("GET, PATCH, DELETE /stream/{id}", () => {
     expect(missing.body.errors).toEqual(["record: is required"]);
     expect((await bob("PATCH", `/stream/${s.id}/record`, { record: true })).status).toBe(404);
 
-    const session = t.server.store.sessions.start(t.server.store.streams.get(s.id)!);
+    const session = fx.t.server.store.sessions.start(fx.t.server.store.streams.get(s.id)!);
     const child = await api("PATCH", `/stream/${session.id}/record`, { record: true });
     expect(child.status).toBe(400);
     expect(child.body).toEqual({ errors: ["can't set for session"] });
@@ -175,21 +167,17 @@ describe("GET, PATCH, DELETE /stream/{id}", () => {
 });
 
 describe("GET /stream", () => {
-  let fresh: TestServer;
-  let a: Api;
-  beforeAll(async () => {
-    fresh = await startTestServer();
-    a = apiClient(fresh.apiUrl, fresh.key);
-  });
-  afterAll(() => fresh.stop());
+  // A server of its own: lists start empty.
+  const fresh = useTestServer();
+  const { api: a } = fresh;
 
   it("lists the caller's streams with children unless streamsonly=1, and filters", async () => {
     const rec = (await a("POST", "/stream", { name: "Recorded Cam", record: true })).body;
     const plain = (await a("POST", "/stream", { name: "plain" })).body;
     const susp = (await a("POST", "/stream", { name: "suspended one" })).body;
     await a("PATCH", `/stream/${susp.id}`, { suspended: true });
-    const session = fresh.server.store.sessions.start(fresh.server.store.streams.get(rec.id)!);
-    fresh.server.store.db.prepare("UPDATE streams SET is_active = 1 WHERE id = ?").run(plain.id);
+    const session = fresh.t.server.store.sessions.start(fresh.t.server.store.streams.get(rec.id)!);
+    fresh.t.server.store.db.prepare("UPDATE streams SET is_active = 1 WHERE id = ?").run(plain.id);
 
     const ids = async (q: string) => ((await a("GET", `/stream${q}`)).body as { id: string }[]).map((s) => s.id);
     expect(await ids("")).toEqual([session.id, susp.id, plain.id, rec.id]);
@@ -216,7 +204,7 @@ describe("GET /stream", () => {
   });
 
   it("never shows another user's streams", async () => {
-    const b = apiClient(fresh.apiUrl, fresh.keyFor("bob"));
+    const b = fresh.bob;
     expect((await b("GET", "/stream")).body).toEqual([]);
     await b("POST", "/stream", { name: "bob's" });
     const names = ((await a("GET", "/stream?limit=1000")).body as { name: string }[]).map((s) => s.name);

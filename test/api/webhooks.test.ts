@@ -1,15 +1,7 @@
-import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
+import { useTestServer } from "../helpers/server";
 
-let t: TestServer;
-let api: Api;
-let bob: Api;
-
-beforeAll(async () => {
-  t = await startTestServer();
-  api = apiClient(t.apiUrl, t.key);
-  bob = apiClient(t.apiUrl, t.keyFor("bob"));
-});
-afterAll(() => t.stop());
+const fx = useTestServer();
+const { api, bob } = fx;
 
 const ALL_EVENTS = [
   "stream.started",

@@ -45,6 +45,29 @@ export async function startTestServer(env: Record<string, string> = {}, options:
   };
 }
 
+/**
+ * A real server for the tests of one file: started before them, stopped after. `api` speaks
+ * as its first user, `bob` as another user (for isolation checks); `t` is the server itself.
+ */
+export function useTestServer(env: Record<string, string> = {}): { readonly t: TestServer; api: Api; bob: Api } {
+  let t: TestServer | undefined;
+  let api: Api | undefined;
+  let bob: Api | undefined;
+  beforeAll(async () => {
+    t = await startTestServer(env);
+    api = apiClient(t.apiUrl, t.key);
+    bob = apiClient(t.apiUrl, t.keyFor("bob"));
+  });
+  afterAll(() => t?.stop());
+  return {
+    get t() {
+      return t!;
+    },
+    api: (...args) => api!(...args),
+    bob: (...args) => bob!(...args),
+  };
+}
+
 /** fetch against the API with a key; JSON in and out. */
 export function apiClient(apiUrl: string, key: string) {
   return async (method: string, urlPath: string, body?: unknown, headers: Record<string, string> = {}) => {
