@@ -2,7 +2,7 @@ import { Queue, Worker, type Job as BullJob, type JobsOptions } from "bullmq";
 import { Redis } from "ioredis";
 import type { Db } from "../db";
 import type { Logger } from "../log";
-import { onRing } from "./doorbell";
+import { nextTurnOnce, onRing } from "./doorbell";
 import { redactUrl } from "./redisUrl";
 import { enqueueJob, JobTable, type JobRow } from "./jobTable";
 import {
@@ -45,7 +45,7 @@ export class BullQueue implements JobQueue {
   private relayTimer: NodeJS.Timeout | undefined;
   private relaying: Promise<void> | undefined;
   private relayAgain = false;
-  private relayImmediate = false;
+  private readonly relayNextTurn = nextTurnOnce(() => this.startRelay());
   /** Relays failed in a row: while Redis is away, retry less and less often (at most 30 s). */
   private relayFailures = 0;
   private closed = false;
@@ -164,12 +164,8 @@ export class BullQueue implements JobQueue {
       this.relayTimer = setTimeout(() => this.startRelay(), delay);
       // Waiting for the next poll must not keep a process alive on its own.
       this.relayTimer.unref();
-    } else if (!this.relayImmediate) {
-      this.relayImmediate = true;
-      setImmediate(() => {
-        this.relayImmediate = false;
-        this.startRelay();
-      });
+    } else {
+      this.relayNextTurn();
     }
   }
 

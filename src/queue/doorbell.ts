@@ -20,3 +20,19 @@ export function ring(db: Db): void {
   const set = listeners.get(db);
   if (set) for (const listener of set) listener();
 }
+
+/**
+ * `run`, once, on the next turn of the event loop however often this is called before then:
+ * after the ringer's transaction has committed, and one pass for a burst of rings.
+ */
+export function nextTurnOnce(run: () => void): () => void {
+  let scheduled = false;
+  return () => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      run();
+    });
+  };
+}

@@ -1,6 +1,6 @@
 import { writeWhenStorageAllows, type Db } from "../db";
 import type { Logger } from "../log";
-import { onRing } from "./doorbell";
+import { nextTurnOnce, onRing } from "./doorbell";
 import { enqueueJob, JobTable, type JobRow } from "./jobTable";
 import {
   DEFAULT_TUNING,
@@ -23,7 +23,7 @@ class TableWorker<T> {
   private readonly running = new Set<Promise<void>>();
   private readonly renewals = new Set<NodeJS.Timeout>();
   private timer: NodeJS.Timeout | undefined;
-  private pumpScheduled = false;
+  private readonly pumpSoon = nextTurnOnce(() => this.pump());
   private closed = false;
   /** Closed without waiting: whatever still finishes must leave its job as a crash would. */
   private forced = false;
@@ -44,12 +44,7 @@ class TableWorker<T> {
 
   /** Coalesces wake-ups; runs after the current transaction (the enqueuer's) has committed. */
   wake(): void {
-    if (this.pumpScheduled || this.closed) return;
-    this.pumpScheduled = true;
-    setImmediate(() => {
-      this.pumpScheduled = false;
-      this.pump();
-    });
+    if (!this.closed) this.pumpSoon();
   }
 
   private pump(): void {
