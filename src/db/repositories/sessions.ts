@@ -1,9 +1,10 @@
 import { statementCache, type Db } from "../connection";
+import { countersOf, type CounterColumns } from "./counters";
 import { newId } from "../ids";
 import type { Page, Profile, RecordingStatus, SegmentCounters, SessionRecord, StreamRecord } from "../types";
 import { selectPage, type PageRequest } from "./page";
 
-interface Row {
+interface Row extends CounterColumns {
   seq: number;
   id: string;
   user_id: string;
@@ -15,12 +16,6 @@ interface Row {
   last_seen: number;
   record: number;
   profiles: string;
-  source_segments: number;
-  transcoded_segments: number;
-  source_segments_duration: number;
-  transcoded_segments_duration: number;
-  source_bytes: number;
-  transcoded_bytes: number;
   recording_status: RecordingStatus | null;
   recording_error: string | null;
   end_reason: string | null;
@@ -38,12 +33,7 @@ const toSession = (r: Row): SessionRecord => ({
   lastSeen: r.last_seen,
   record: r.record === 1,
   profiles: JSON.parse(r.profiles) as Profile[],
-  sourceSegments: r.source_segments,
-  transcodedSegments: r.transcoded_segments,
-  sourceSegmentsDuration: r.source_segments_duration,
-  transcodedSegmentsDuration: r.transcoded_segments_duration,
-  sourceBytes: r.source_bytes,
-  transcodedBytes: r.transcoded_bytes,
+  ...countersOf(r),
   recordingStatus: r.recording_status,
   recordingError: r.recording_error,
   endReason: r.end_reason,

@@ -1,9 +1,10 @@
 import { statementCache, type Db } from "../connection";
+import { countersOf, type CounterColumns } from "./counters";
 import { newId, newPlaybackId, newStreamKey, secretsEqual, sha256Hex } from "../ids";
 import type { Page, PlaybackPolicy, Profile, StreamRecord } from "../types";
 import { selectPage, type PageRequest } from "./page";
 
-interface Row {
+interface Row extends CounterColumns {
   seq: number;
   id: string;
   user_id: string;
@@ -18,12 +19,6 @@ interface Row {
   suspended: number;
   profiles: string;
   playback_policy: string | null;
-  source_segments: number;
-  transcoded_segments: number;
-  source_segments_duration: number;
-  transcoded_segments_duration: number;
-  source_bytes: number;
-  transcoded_bytes: number;
   last_terminated_at: number | null;
   deleted_at: number | null;
 }
@@ -44,12 +39,7 @@ export function toStreamRecord(r: Row): StreamRecord {
     suspended: r.suspended === 1,
     profiles: JSON.parse(r.profiles) as Profile[],
     playbackPolicy: r.playback_policy ? (JSON.parse(r.playback_policy) as PlaybackPolicy) : null,
-    sourceSegments: r.source_segments,
-    transcodedSegments: r.transcoded_segments,
-    sourceSegmentsDuration: r.source_segments_duration,
-    transcodedSegmentsDuration: r.transcoded_segments_duration,
-    sourceBytes: r.source_bytes,
-    transcodedBytes: r.transcoded_bytes,
+    ...countersOf(r),
     lastTerminatedAt: r.last_terminated_at,
     deletedAt: r.deleted_at,
   };
