@@ -173,6 +173,17 @@ export class Child {
   }
 }
 
+/** Ctrl-C or SIGTERM: `cleanUp` (kill what the bench started), then exit 130. */
+export function exitOnSignal(cleanUp: () => void): void {
+  for (const sig of ["SIGINT", "SIGTERM"] as const) {
+    process.once(sig, () => {
+      process.stderr.write(`\n${sig}: stopping every process this bench started\n`);
+      cleanUp();
+      process.exit(130);
+    });
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tables
 

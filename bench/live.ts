@@ -56,7 +56,7 @@ import { buildLiveArgs, variantDir, variantPlaylist } from "../src/media/liveArg
 import { AUDIO_BITRATE } from "../src/media/livePipeline";
 import { parseMediaPlaylist } from "../src/media/playlists";
 import { startServer, type RunningServer } from "../src/server";
-import { Child, ffmpegVersion, fixed, formatTable, makeClip, median, positiveIntFromEnv, processCpuSeconds, running } from "./lib";
+import { Child, exitOnSignal, ffmpegVersion, fixed, formatTable, makeClip, median, positiveIntFromEnv, processCpuSeconds, running } from "./lib";
 
 /** Spec: a stream that is not live 20 s after its publisher started has failed. */
 const ACTIVE_TIMEOUT_MS = 20_000;
@@ -698,13 +698,7 @@ function killEverything(): void {
 
 async function main(): Promise<void> {
   const settings = readSettings();
-  for (const sig of ["SIGINT", "SIGTERM"] as const) {
-    process.once(sig, () => {
-      process.stderr.write(`\n${sig}: stopping every process this bench started\n`);
-      killEverything();
-      process.exit(130);
-    });
-  }
+  exitOnSignal(killEverything);
 
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), "onair-bench-live-"));
   tempDirs.push(workDir);

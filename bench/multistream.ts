@@ -28,7 +28,7 @@ import { loadConfig } from "../src/config";
 import { createLogger } from "../src/log";
 import { loadLadder } from "../src/media/ladder";
 import { startServer, type RunningServer } from "../src/server";
-import { Child, ffmpegVersion, formatTable, makeClip, positiveIntFromEnv, processCpuSeconds, running } from "./lib";
+import { Child, exitOnSignal, ffmpegVersion, formatTable, makeClip, positiveIntFromEnv, processCpuSeconds, running } from "./lib";
 
 const CLIP_SIZE = "1280x720";
 const CLIP_FPS = 30;
@@ -132,13 +132,7 @@ function killEverything(): void {
 
 async function main(): Promise<void> {
   const settings = readSettings();
-  for (const sig of ["SIGINT", "SIGTERM"] as const) {
-    process.once(sig, () => {
-      process.stderr.write(`\n${sig}: stopping every process this bench started\n`);
-      killEverything();
-      process.exit(130);
-    });
-  }
+  exitOnSignal(killEverything);
   const ladder = loadLadder("default");
   if (!ladder.some((p) => p.name === settings.rendition)) {
     throw new Error(`BENCH_RENDITION=${settings.rendition} is not in the default ladder (${ladder.map((p) => p.name).join(", ")})`);

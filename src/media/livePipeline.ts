@@ -4,22 +4,16 @@ import type { SegmentCounters } from "../db";
 import type { Logger } from "../log";
 import { audioCodecString, avcCodecFromSegment, parseInputStreams, type InputStreams } from "./codecs";
 import type { Rendition } from "./ladder";
-import { buildLiveArgs, variantDir, variantPlaylist } from "./liveArgs";
+import { buildLiveArgs, variantDir, variantPlaylist, type LiveArgsInput } from "./liveArgs";
 import { endPlaylists, writeAtomically } from "./hlsFiles";
 import { buildMasterPlaylist, parseMediaPlaylist, type Variant } from "./playlists";
 import { spawnSupervised, type ProcessEnd, type ProcessRegistry, type SupervisedProcess } from "./supervisedProcess";
 
 export const AUDIO_BITRATE = 128_000;
 
-export interface LivePipelineOptions {
+/** What the ffmpeg arguments need (outDir: the master playlist goes there too, as index.m3u8), and more. */
+export interface LivePipelineOptions extends Pick<LiveArgsInput, "inputUrl" | "outDir" | "renditions" | "segmentSeconds" | "listSize" | "segmentPrefix"> {
   ffmpegPath: string;
-  inputUrl: string;
-  /** `<DATA_DIR>/hls/<playbackId>`: the master playlist goes here as index.m3u8. */
-  outDir: string;
-  renditions: Rendition[];
-  segmentSeconds: number;
-  listSize: number;
-  segmentPrefix: string;
   log: Logger;
   registry: ProcessRegistry;
   /** The master playlist and a first segment of every rendition exist. */
