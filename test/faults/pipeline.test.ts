@@ -1,31 +1,21 @@
 import { MAX_PIPELINE_RESTARTS } from "../../src/sessions/liveSession";
 import { probe, pushTestStream, waitFor } from "../helpers/media";
-import type { Api, TestServer } from "../helpers/server";
-import { startWatchedServer, type WatchedServer } from "../helpers/watched";
+import { useWatchedServer } from "../helpers/watched";
 
-let w: WatchedServer;
-let t: TestServer;
-let api: Api;
-
-beforeAll(async () => {
-  w = await startWatchedServer({ HLS_SEGMENT_SECONDS: "1" }, ["stream.started", "stream.idle"]);
-  ({ t, api } = w);
-});
-afterAll(() => w.stop());
-
-const eventsOf = (id: string) => w.eventsOf(id);
-const pipelinePid = (): number | undefined => t.server.processes.pids()[0];
+const fx = useWatchedServer({ HLS_SEGMENT_SECONDS: "1" }, ["stream.started", "stream.idle"]);
+const { api, eventsOf } = fx;
+const pipelinePid = (): number | undefined => fx.t.server.processes.pids()[0];
 /** The pipeline's pid once it differs from `previous`. */
 const newPipelinePid = (previous: number | undefined) => {
   const pid = pipelinePid();
   return pid !== undefined && pid !== previous ? pid : undefined;
 };
-const playlist = async (playbackId: string) => (await fetch(`http://127.0.0.1:${t.server.port}/hls/${playbackId}/0/index.m3u8`)).text();
+const playlist = async (playbackId: string) => (await fetch(`http://127.0.0.1:${fx.t.server.port}/hls/${playbackId}/0/index.m3u8`)).text();
 
 describe("pipeline faults", () => {
   it("kill -9 of the pipeline's ffmpeg: it restarts, the playlist goes on, state and events stay consistent", async () => {
     const s = (await api("POST", "/stream", { name: "restart" })).body;
-    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 12 });
+    const push = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 12 });
     await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
     const before = await playlist(s.playbackId);
     const pid = pipelinePid()!;
@@ -50,12 +40,12 @@ describe("pipeline faults", () => {
     expect(sessions).toHaveLength(1);
     expect(sessions[0].sourceSegmentsDuration).toBeGreaterThan(7);
     expect(await playlist(s.playbackId)).toMatch(/#EXT-X-ENDLIST\s*$/);
-    expect(t.server.processes.size).toBe(0);
+    expect(fx.t.server.processes.size).toBe(0);
   });
 
   it("a recorded session that survives a pipeline restart: the recording marks the seam and its MP4 has it all", async () => {
     const s = (await api("POST", "/stream", { name: "recorded restart", record: true })).body;
-    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 10 });
+    const push = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 10 });
     await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
     await waitFor("2 s recorded", async () => (await api("GET", `/stream/${s.id}`)).body.sourceSegmentsDuration >= 2, 10_000);
     const pid = pipelinePid()!;
@@ -68,7 +58,7 @@ describe("pipeline faults", () => {
       return x && ["ready", "failed"].includes(x.recordingStatus) ? x : undefined;
     }, 30_000);
     expect(session.recordingStatus).toBe("ready");
-    const vod = await (await fetch(`http://127.0.0.1:${t.server.port}/recordings/${session.id}/0/index.m3u8`)).text();
+    const vod = await (await fetch(`http://127.0.0.1:${fx.t.server.port}/recordings/${session.id}/0/index.m3u8`)).text();
     expect(vod.match(/#EXT-X-DISCONTINUITY\n#EXTINF:[\d.]+,\n\S+r1_\d+\.ts/g)).toHaveLength(1);
     expect(vod).toMatch(/#EXT-X-ENDLIST\s*$/);
     const mp4 = await probe(session.mp4Url);
@@ -79,7 +69,7 @@ describe("pipeline faults", () => {
 
   it("a pipeline that keeps dying ends the session cleanly after the last restart", async () => {
     const s = (await api("POST", "/stream", { name: "doomed pipeline" })).body;
-    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 60 });
+    const push = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 60 });
     await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
     let last: number | undefined;
     for (let i = 0; i <= MAX_PIPELINE_RESTARTS; i++) {
@@ -93,7 +83,7 @@ describe("pipeline faults", () => {
     await waitFor("idle", async () => !(await api("GET", `/stream/${s.id}`)).body.isActive, 5000);
     await waitFor("stream.idle delivered", () => eventsOf(s.id).includes("stream.idle"), 5000);
     expect(eventsOf(s.id)).toEqual(["stream.started", "stream.idle"]);
-    expect(t.server.processes.size).toBe(0);
+    expect(fx.t.server.processes.size).toBe(0);
     const [session] = (await api("GET", `/stream/${s.id}/sessions`)).body;
     expect(session.isActive).toBe(false);
   });

@@ -1,24 +1,14 @@
 import net from "node:net";
 import { pushTestStream, waitFor } from "../helpers/media";
-import type { Api, TestServer } from "../helpers/server";
-import { startWatchedServer, type WatchedServer } from "../helpers/watched";
+import { useWatchedServer } from "../helpers/watched";
 
-let w: WatchedServer;
-let t: TestServer;
-let api: Api;
+const fx = useWatchedServer({ HLS_SEGMENT_SECONDS: "1" }, ["stream.started", "stream.idle"]);
+const { api, received, eventsOf } = fx;
 
-beforeAll(async () => {
-  w = await startWatchedServer({ HLS_SEGMENT_SECONDS: "1" }, ["stream.started", "stream.idle"]);
-  ({ t, api } = w);
-});
-afterAll(() => w.stop());
-
-const received = () => w.received();
-const eventsOf = (id: string) => w.eventsOf(id);
 describe("publisher faults", () => {
   it("a publisher killed mid-stream that reconnects at once gets a fresh session, events paired", async () => {
     const s = (await api("POST", "/stream", { name: "flaky uplink", record: true })).body;
-    const url = `rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`;
+    const url = `rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`;
     const first = pushTestStream(url, { seconds: 30 });
     await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
     first.child.kill("SIGKILL");
@@ -41,7 +31,7 @@ describe("publisher faults", () => {
       return list.length === 2 && list.every((x) => ["ready", "failed"].includes(x.recordingStatus)) ? list : undefined;
     }, 30_000);
     expect(recorded.map((x) => x.recordingStatus)).toEqual(["ready", "ready"]);
-    await waitFor("every ffmpeg reaped", () => t.server.processes.size === 0, 10_000);
+    await waitFor("every ffmpeg reaped", () => fx.t.server.processes.size === 0, 10_000);
   });
 
   it.each([
@@ -50,7 +40,7 @@ describe("publisher faults", () => {
     ["H.264 with MP3 audio (ffmpeg's default for FLV)", { audio: ["-c:a", "libmp3lame", "-b:a", "64k"] }],
   ])("a publisher sending %s is refused at once: no session, no events, no ffmpeg", async (_name, media) => {
     const s = (await api("POST", "/stream", { name: "wrong codec", record: true })).body;
-    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 20, ...media });
+    const push = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 20, ...media });
     const end = await push.exited;
     expect(end.code).not.toBe(0);
     // Refused on its first video tag, not by the 10 s no-video timeout.
@@ -58,9 +48,9 @@ describe("publisher faults", () => {
     expect((await api("GET", `/stream/${s.id}/sessions`)).body).toEqual([]);
     expect((await api("GET", `/stream/${s.id}`)).body.isActive).toBe(false);
     expect(eventsOf(s.id)).toEqual([]);
-    expect(t.server.processes.size).toBe(0);
+    expect(fx.t.server.processes.size).toBe(0);
     // The same key with H.264 right after is taken.
-    const good = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 3 });
+    const good = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 3 });
     await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
     expect((await good.exited).code).toBe(0);
     await waitFor("stream.idle", () => eventsOf(s.id).includes("stream.idle"), 10_000);
@@ -68,11 +58,11 @@ describe("publisher faults", () => {
   });
 
   it("garbage bytes on the RTMP port harm no one else", async () => {
-    const socket = net.connect(t.server.rtmpPort, "127.0.0.1");
+    const socket = net.connect(fx.t.server.rtmpPort, "127.0.0.1");
     await new Promise((r) => socket.once("connect", r));
     socket.write(Buffer.from("GET / HTTP/1.1\r\nHost: x\r\n\r\n" + "\u0000\u00ff".repeat(5000), "binary"));
     const s = (await api("POST", "/stream", { name: "next to garbage" })).body;
-    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 2 });
+    const push = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 2 });
     await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
     expect((await push.exited).code).toBe(0);
     socket.destroy();

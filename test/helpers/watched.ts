@@ -39,3 +39,23 @@ export async function startWatchedServer(env: Record<string, string>, events?: s
     },
   };
 }
+
+/**
+ * A watched server for the tests of one file: started before them, stopped after. `api`,
+ * `received` and `eventsOf` may be taken apart at once; `t` is the server itself.
+ */
+export function useWatchedServer(env: Record<string, string>, events?: string[]) {
+  let w: WatchedServer | undefined;
+  beforeAll(async () => {
+    w = await startWatchedServer(env, events);
+  });
+  afterAll(() => w?.stop());
+  return {
+    get t(): TestServer {
+      return w!.t;
+    },
+    api: ((...args) => w!.api(...args)) as Api,
+    received: () => w!.received(),
+    eventsOf: (streamId: string) => w!.eventsOf(streamId),
+  };
+}

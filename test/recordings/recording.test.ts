@@ -1,24 +1,13 @@
 import { probe, pushTestStream, waitFor } from "../helpers/media";
-import type { Api, TestServer } from "../helpers/server";
-import { startWatchedServer, type WatchedServer } from "../helpers/watched";
+import { useWatchedServer } from "../helpers/watched";
 
-let w: WatchedServer;
-let t: TestServer;
-let api: Api;
-
-beforeAll(async () => {
-  w = await startWatchedServer({ HLS_SEGMENT_SECONDS: "1" });
-  ({ t, api } = w);
-});
-afterAll(() => w.stop());
-
-const bodies = () => w.received();
-const eventsOf = (streamId: string) => w.eventsOf(streamId);
+const fx = useWatchedServer({ HLS_SEGMENT_SECONDS: "1" });
+const { api, received: bodies, eventsOf } = fx;
 
 describe("recordings", () => {
   it("a recorded push becomes an HLS VOD and an MP4 of its length, with started, waiting, ready in order", async () => {
     const s = (await api("POST", "/stream", { name: "recorded", record: true, profiles: [{ name: "180p", bitrate: 300_000, fps: 30, width: 320, height: 180 }, { name: "90p", bitrate: 100_000, fps: 15, width: 160, height: 90 }] })).body;
-    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 8 });
+    const push = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 8 });
     expect((await push.exited).code).toBe(0);
     const ready = await waitFor("recording.ready", () => bodies().find((e) => e.event === "recording.ready" && e.stream.id === s.id), 30_000);
     expect(eventsOf(s.id).filter((e) => e.startsWith("recording."))).toEqual(["recording.started", "recording.waiting", "recording.ready"]);
@@ -51,7 +40,7 @@ describe("recordings", () => {
 
   it("an unrecorded session has no recording fields and raises no recording events", async () => {
     const s = (await api("POST", "/stream", { name: "not recorded" })).body;
-    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 3 });
+    const push = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 3 });
     await push.exited;
     await waitFor("stream.idle", () => eventsOf(s.id).includes("stream.idle"), 10_000);
     const [session] = (await api("GET", `/stream/${s.id}/sessions`)).body;
@@ -59,18 +48,18 @@ describe("recordings", () => {
     expect(session).not.toHaveProperty("recordingUrl");
     expect(eventsOf(s.id).filter((e) => e.startsWith("recording."))).toEqual([]);
     expect((await api("GET", `/stream/${s.id}/sessions?record=1`)).body).toEqual([]);
-    expect((await fetch(`http://127.0.0.1:${t.server.port}/recordings/${session.id}/index.m3u8`)).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${fx.t.server.port}/recordings/${session.id}/index.m3u8`)).status).toBe(404);
   });
 
   it("toggling record while live changes only the next session", async () => {
     const s = (await api("POST", "/stream", { name: "toggle" })).body;
-    const first = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 3 });
+    const first = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 3 });
     await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
     expect((await api("PATCH", `/stream/${s.id}/record`, { record: true })).status).toBe(204);
     await first.exited;
     await waitFor("idle", async () => !(await api("GET", `/stream/${s.id}`)).body.isActive, 5000);
 
-    const second = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 3 });
+    const second = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 3 });
     await second.exited;
     await waitFor("recording.ready", () => eventsOf(s.id).includes("recording.ready"), 30_000);
     const sessions = (await api("GET", `/stream/${s.id}/sessions`)).body;
