@@ -26,7 +26,10 @@ export function configOrExit(program: string, check: (config: Config) => string[
 export interface Lifecycle<T> {
   start(): Promise<T>;
   stop(running: T): Promise<void>;
-  /** The stop took longer than SHUTDOWN_DEADLINE_MS: last measures before exiting 1. */
+  /**
+   * Last measures before exiting 1 (e.g. kill the children): the stop took longer than
+   * SHUTDOWN_DEADLINE_MS, or an error escaped every handler.
+   */
   onDeadline?(running: T): void;
   /** Logged when a signal starts the stop. */
   stopping: string;
@@ -65,6 +68,20 @@ export async function runUntilSignal<T>(log: Logger, l: Lifecycle<T>): Promise<T
   };
   process.on("SIGINT", () => onSignal("SIGINT"));
   process.on("SIGTERM", () => onSignal("SIGTERM"));
+  // The last resort: every stream's own errors are caught where they happen (one stream's
+  // failure ends that stream), so an error that gets here means the process's state is not
+  // to be trusted. Say what it was, leave no child behind, and exit for the supervisor to
+  // restart us (the next start's recovery closes what was left open).
+  const fatal = (err: unknown, kind: string) => {
+    try {
+      log.fatal({ err, kind }, "uncaught error: exiting");
+      if (running !== undefined) l.onDeadline?.(running);
+    } finally {
+      process.exit(1);
+    }
+  };
+  process.on("uncaughtException", (err) => fatal(err, "uncaughtException"));
+  process.on("unhandledRejection", (err) => fatal(err, "unhandledRejection"));
 
   running = await l.start();
   if (signalled) {

@@ -59,6 +59,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     ffmpegProcesses: () => processes.size,
     queueDepths: () => queueDepth?.depths() ?? waitingJobsByQueue(store.db, queueNames),
     publisherBytes: (publisherId) => ingest?.bytesRead(publisherId),
+    streamIssues: () => sessions.runtimes().filter((r) => !r.isEnding).map((r) => r.health().kinds),
   });
   // --- end of metrics ---
 
@@ -127,12 +128,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     rtmpInputUrl: (key) => `rtmp://${rtmpHost.includes(":") ? `[${rtmpHost}]` : rtmpHost}:${rtmpPort}/${INGEST_APP}/${key}`,
     segmentSeconds: config.hlsSegmentSeconds,
     listSize: config.hlsListSize,
-    disconnectPublisher: (id) => ingest?.disconnect(id),
+    disconnectPublisher: (id, refusal) => ingest?.disconnect(id, refusal),
     observers: [recorder, multistream],
     metrics,
     maxLiveStreamsPerUser: config.limits.maxLiveStreamsPerUser,
+    transcodeBudget: config.transcodeBudget,
+    reconnectWindowSeconds: config.reconnectWindowSeconds,
     storageProblem: () => storage.check(),
-    publisherBytes: (publisherId) => ingest?.bytesRead(publisherId),
+    publisherStats: (publisherId) => ingest?.publisherStats(publisherId),
   });
   // Sessions a crashed run left open: closed with their stream.idle, then the recordings of
   // every ended session not yet handed to finalize (recording.waiting after stream.idle, as at
@@ -141,7 +144,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     sessions.recoverAfterCrash();
     recorder.recoverAfterCrash(store.sessions.listUnfinalizedRecordings());
   })();
-  ingest = new RtmpIngest(sessions, log);
+  ingest = new RtmpIngest(sessions, log, { mediaTimeoutMs: config.publishMediaTimeoutMs });
   try {
     rtmpPort = await ingest.listen(config.rtmpPort, config.host);
   } catch (err) {

@@ -1,4 +1,4 @@
-import type { LiveRates } from "./present";
+import type { LiveHealth, LiveRates } from "./present";
 import type { LimitSettings } from "../config";
 import type { Store } from "../db";
 import type { Logger } from "../log";
@@ -11,6 +11,8 @@ export interface LiveControl {
   streamChanged(streamId: string): void;
   /** Live rates of a stream, its child stream or its session (by id) while it is live. */
   rates(id: string): LiveRates | undefined;
+  /** Health of a stream (or its session) while it has an open session, live or reconnecting. */
+  health(id: string): LiveHealth | undefined;
 }
 
 export interface ApiDeps {

@@ -24,7 +24,13 @@ function mediaCounters(s: SegmentCounters, rates: LiveRates): SegmentCounters & 
   return { sourceSegments, transcodedSegments, sourceSegmentsDuration, transcodedSegmentsDuration, sourceBytes, transcodedBytes, ...rates };
 }
 
-export function presentStream(s: StreamRecord, targets: TargetRef[], rates: LiveRates = NO_RATE): StreamJson {
+/** Livepeer's isHealthy and issues, while a stream has an open session. */
+export interface LiveHealth {
+  isHealthy: boolean;
+  issues: string[];
+}
+
+export function presentStream(s: StreamRecord, targets: TargetRef[], rates: LiveRates = NO_RATE, health?: LiveHealth): StreamJson {
   const isChild = s.parentId !== null;
   return {
     id: s.id,
@@ -42,6 +48,9 @@ export function presentStream(s: StreamRecord, targets: TargetRef[], rates: Live
     ...(s.playbackPolicy ? { playbackPolicy: { type: "public" as const } } : {}),
     ...mediaCounters(s, rates),
     lastTerminatedAt: s.lastTerminatedAt,
+    isHealthy: health?.isHealthy ?? null,
+    issues: health?.issues ?? null,
+    ...(isChild ? {} : { reconnectWindow: s.reconnectWindow }),
   };
 }
 

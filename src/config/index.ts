@@ -78,12 +78,22 @@ export interface LimitSettings {
   maxTargetsPerStream: number;
   /** Concurrent live publishes of one user's streams. */
   maxLiveStreamsPerUser: number;
+  /** The largest rendition a profile may ask for: its long side, short side and frame rate (1080p60). */
+  maxRenditionWidth: number;
+  maxRenditionHeight: number;
+  maxRenditionFps: number;
 }
+
+/** Highest RECONNECT_WINDOW_SECONDS and per-stream reconnectWindow: 30 minutes. */
+export const MAX_RECONNECT_WINDOW_SECONDS = 1800;
 
 export const DEFAULT_LIMITS: LimitSettings = {
   apiRatePerSecond: 50,
   apiRateBurst: 100,
-  maxProfilesPerStream: 10,
+  maxProfilesPerStream: 5,
+  maxRenditionWidth: 1920,
+  maxRenditionHeight: 1080,
+  maxRenditionFps: 60,
   maxTargetsPerStream: 10,
   maxLiveStreamsPerUser: 10,
 };
@@ -143,6 +153,17 @@ const envSchema = z.object({
   // Below this much free space on the data directory, live sessions end and publishes are
   // refused (while SQLite can still record it), and /readyz fails.
   STORAGE_MIN_FREE_MB: integer("STORAGE_MIN_FREE_MB", 64, 0, 1_000_000, " (MiB)"),
+  // A publisher that drops (a Wi-Fi blip; OBS retries every few seconds) continues its session
+  // if it is back within this window; 0 ends the session as soon as it leaves.
+  RECONNECT_WINDOW_SECONDS: integer("RECONNECT_WINDOW_SECONDS", 30, 0, MAX_RECONNECT_WINDOW_SECONDS, " (seconds)"),
+  // A publisher that sends no media for this long (asleep, uplink gone, half-open socket) is
+  // disconnected, and its stream's reconnect window starts.
+  PUBLISH_MEDIA_TIMEOUT_SECONDS: integer("PUBLISH_MEDIA_TIMEOUT_SECONDS", 10, 1, 300, " (seconds)"),
+  // Output megapixels per second this node transcodes at most; unset: 50 per core.
+  TRANSCODE_BUDGET: integer("TRANSCODE_BUDGET", 0, 0, 1_000_000, " (megapixels per second; 0 or unset: 50 per core)"),
+  MAX_RENDITION_WIDTH: integer("MAX_RENDITION_WIDTH", DEFAULT_LIMITS.maxRenditionWidth, 16, 7680, " (pixels)"),
+  MAX_RENDITION_HEIGHT: integer("MAX_RENDITION_HEIGHT", DEFAULT_LIMITS.maxRenditionHeight, 16, 7680, " (pixels)"),
+  MAX_RENDITION_FPS: integer("MAX_RENDITION_FPS", DEFAULT_LIMITS.maxRenditionFps, 1, 240, " (frames per second)"),
   LOG_LEVEL: z
     .string()
     .optional()
@@ -183,6 +204,12 @@ export interface Config {
   webhookLogRetentionDays: number;
   /** Free space the data directory must keep for live sessions to go on, bytes. */
   storageMinFreeBytes: number;
+  /** Seconds a session waits for its publisher to reconnect (streams may set their own). */
+  reconnectWindowSeconds: number;
+  /** A publisher silent this long is disconnected, ms. */
+  publishMediaTimeoutMs: number;
+  /** Output megapixels per second this node transcodes at most; undefined: from the core count. */
+  transcodeBudget: number | undefined;
 }
 
 export interface WebhookSettings {
@@ -236,12 +263,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     recordingsRetentionDays: e.RECORDINGS_RETENTION_DAYS,
     storageMinFreeBytes: e.STORAGE_MIN_FREE_MB * 1024 * 1024,
     webhookLogRetentionDays: e.WEBHOOK_LOG_RETENTION_DAYS,
+    reconnectWindowSeconds: e.RECONNECT_WINDOW_SECONDS,
+    publishMediaTimeoutMs: e.PUBLISH_MEDIA_TIMEOUT_SECONDS * 1000,
+    transcodeBudget: e.TRANSCODE_BUDGET === 0 ? undefined : e.TRANSCODE_BUDGET,
     limits: {
       apiRatePerSecond: e.API_RATE_LIMIT,
       apiRateBurst: e.API_RATE_BURST,
       maxProfilesPerStream: e.MAX_PROFILES_PER_STREAM,
       maxTargetsPerStream: e.MAX_TARGETS_PER_STREAM,
       maxLiveStreamsPerUser: e.MAX_LIVE_STREAMS_PER_USER,
+      maxRenditionWidth: e.MAX_RENDITION_WIDTH,
+      maxRenditionHeight: e.MAX_RENDITION_HEIGHT,
+      maxRenditionFps: e.MAX_RENDITION_FPS,
     },
   };
 }

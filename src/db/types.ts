@@ -46,6 +46,8 @@ export interface StreamRecord extends SegmentCounters {
   playbackPolicy: PlaybackPolicy | null;
   lastTerminatedAt: number | null;
   deletedAt: number | null;
+  /** Seconds a session waits for its publisher to come back; null: RECONNECT_WINDOW_SECONDS. */
+  reconnectWindow: number | null;
 }
 
 export type RecordingStatus = "waiting" | "ready" | "failed" | "deleted" | "none";

@@ -1,1 +1,14 @@
-export { RtmpIngest, INGEST_APP, streamKeyFromPath, type IngestHandlers } from "./rtmpIngest";
+export {
+  RtmpIngest,
+  INGEST_APP,
+  READER_BUFFER_SECONDS,
+  streamKeyFromPath,
+  badName,
+  rejected,
+  type IngestHandlers,
+  type IngestOptions,
+  type PublisherStats,
+  type Refusal,
+  type RefusalStatus,
+} from "./rtmpIngest";
+export { isVideoKeyframe, PublishStats, type PublishStatsView } from "./publishStats";

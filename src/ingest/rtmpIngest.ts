@@ -1,6 +1,7 @@
 import net from "node:net";
 import type { Logger } from "../log";
 import { audioCodecOf, refuseAudio, refuseVideo, videoCodecOf } from "./mediaCheck";
+import { PublishStats, type PublishStatsView } from "./publishStats";
 
 // node-media-server 2.7.4, pinned: its `reject()` inside prePublish refuses a publisher
 // cleanly (no postPublish, the client is disconnected at once), `donePublish` fires as soon as
@@ -10,7 +11,12 @@ import { audioCodecOf, refuseAudio, refuseVideo, videoCodecOf } from "./mediaChe
 // port actually bound); sessions and events still come from its shared context.
 /* eslint-disable @typescript-eslint/no-require-imports */
 const NodeRtmpSession = require("node-media-server/src/node_rtmp_session") as new (config: unknown, socket: net.Socket) => NmsSession;
-const nmsContext = require("node-media-server/src/node_core_ctx") as { sessions: Map<string, NmsSession>; nodeEvent: import("node:events").EventEmitter };
+const nmsContext = require("node-media-server/src/node_core_ctx") as {
+  sessions: Map<string, NmsSession>;
+  /** stream path → the id of the session publishing it */
+  publishers: Map<string, string>;
+  nodeEvent: import("node:events").EventEmitter;
+};
 const nmsLogger = require("node-media-server/src/node_core_logger") as { setLogType(type: number): void };
 /* eslint-enable @typescript-eslint/no-require-imports */
 
@@ -19,10 +25,16 @@ interface NmsSession {
   ip: string;
   isLocal: boolean;
   socket: net.Socket;
+  publishStreamId: number;
+  isPublishing: boolean;
+  isPlaying: boolean;
+  isIdling: boolean;
+  playStreamPath: string;
   /** The RTMP message being handled: the media tag handlers read their payload from it. */
-  parserPacket: { payload: Buffer; header: { length: number } };
+  parserPacket: { payload: Buffer; header: { length: number }; clock: number };
   rtmpVideoHandler(): void;
   rtmpAudioHandler(): void;
+  sendStatusMessage(streamId: number, level: string, code: string, description: string): void;
   run(): void;
   reject(): void;
   stop(): void;
@@ -31,11 +43,15 @@ interface NmsSession {
 // Our own log carries what matters; node-media-server's console output would only add noise.
 nmsLogger.setLogType(0);
 
+// ping_timeout is also the socket's idle timeout in 2.7.4 (it overrides ours), and its own
+// pings keep a dead publisher's socket "busy": stalled publishers are found by their media
+// instead (PublishStats, the sweep below).
 const NMS_CONFIG = { rtmp: { chunk_size: 60000, gop_cache: true, ping: 30, ping_timeout: 60 } };
 
 export const INGEST_APP = "live";
 
-const IDLE_TIMEOUT_MS = 15_000;
+/** A connection that neither publishes nor plays by then is dropped (garbage, port scans). */
+const IDLE_CONNECTION_MS = 15_000;
 
 /** A publish whose first video tag has not come by then is refused. */
 const FIRST_VIDEO_TIMEOUT_MS = 10_000;
@@ -43,26 +59,70 @@ const FIRST_VIDEO_TIMEOUT_MS = 10_000;
 /** After the first video tag, how long a publish may go without audio before it starts video-only. */
 const AUDIO_GRACE_MS = 1000;
 
+/** How often stalled publishers, idle connections and readers falling behind are looked for. */
+const SWEEP_MS = 500;
+
+/**
+ * A local reader (the pipeline, a multistream push) may fall this far behind the publisher
+ * before it is cut off: node-media-server queues what a reader cannot take in memory, without
+ * bound. Seconds of the publisher's own rate, and at least READER_MIN_BUFFER_BYTES.
+ */
+export const READER_BUFFER_SECONDS = 4;
+const READER_MIN_BUFFER_BYTES = 1024 * 1024;
+
+/** The publisher's rate, for the reader cap, is measured over this much of the recent past. */
+const RATE_WINDOW_MS = 5000;
+
+/**
+ * RTMP status codes a refused publisher receives before its socket closes (OBS logs the code
+ * and description; ffmpeg prints `Server error: <description>`). BadName: the key is unknown,
+ * deleted or suspended; Rejected: anything else (media, caps, capacity, a crash loop).
+ */
+export type RefusalStatus = "NetStream.Publish.BadName" | "NetStream.Publish.Rejected";
+
+export interface Refusal {
+  status: RefusalStatus;
+  reason: string;
+}
+
+export const badName = (reason: string): Refusal => ({ status: "NetStream.Publish.BadName", reason });
+export const rejected = (reason: string): Refusal => ({ status: "NetStream.Publish.Rejected", reason });
+
 /** One publish on a connection, from the publish command to its end. */
 interface Publish {
   streamKey: string;
   /** The codecs of its first tags, once seen. */
   video?: string;
   audio?: string;
-  /** Handed to the session manager. */
+  /** Handed to the handlers (onPublishStart). */
   started: boolean;
   timers: NodeJS.Timeout[];
+  stats: PublishStats;
+  /** Bytes read at recent sweeps, for the publisher's rate. */
+  samples: { at: number; bytes: number }[];
+}
+
+/** What the ingest knows of a live publisher. */
+export interface PublisherStats extends PublishStatsView {
+  bytesRead: number;
 }
 
 export interface IngestHandlers {
   /**
-   * Decides on a publish while the publisher waits: undefined accepts, a string is the
-   * reason for refusing. Must be synchronous: 2.7.4 only honours a reject made right away.
+   * Decides on a publish while the publisher waits: undefined accepts. Must be synchronous:
+   * 2.7.4 only honours a reject made right away, and a refusal after NetStream.Publish.Start
+   * looks to OBS like a dropped connection, which it retries for ever.
    */
-  admit(streamKey: string, publisherId: string): string | undefined;
-  onPublishStart(publisherId: string, streamKey: string): void;
-  /** The publisher left, or (`refusal`) was refused for what it sent after its session started. */
+  admit(streamKey: string, publisherId: string): Refusal | undefined;
+  /** The publish sends media onair takes: hand it to its stream. A refusal disconnects it. */
+  onPublishStart(publisherId: string, streamKey: string): Refusal | undefined;
+  /** The publisher left, or (`refusal`) was refused for what it sent after its start. */
   onPublishEnd(publisherId: string, refusal?: string): void;
+}
+
+export interface IngestOptions {
+  /** A started publish that sends no media for this long is disconnected (PUBLISH_MEDIA_TIMEOUT_SECONDS). */
+  mediaTimeoutMs: number;
 }
 
 /** `/live/<key>` → the key; anything else is not a stream of ours. */
@@ -71,17 +131,35 @@ export function streamKeyFromPath(streamPath: string): string | undefined {
   return m && m[1] === INGEST_APP ? m[2] : undefined;
 }
 
+/**
+ * Closes a socket once what was written to it has gone out: node-media-server's reject()
+ * destroys the socket at once, which can drop the status message just written before it.
+ */
+function closeAfterFlush(socket: net.Socket): void {
+  const destroy = socket.destroy.bind(socket);
+  socket.destroy = ((err?: Error) => {
+    if (err) return destroy(err);
+    socket.end();
+    setTimeout(() => destroy(), 2000).unref();
+    return socket;
+  }) as typeof socket.destroy;
+}
+
 export class RtmpIngest {
   private server: net.Server | undefined;
   /** node-media-server's context is process-wide: these are the sessions of this server. */
   private readonly ours = new Map<string, NmsSession>();
+  /** When each connection of ours was accepted (idle connections are dropped). */
+  private readonly acceptedAt = new Map<string, number>();
   /** Admitted publishes, by publisher (connection) id. */
   private readonly publishes = new Map<string, Publish>();
   private readonly listeners: [string, (...args: string[]) => void][] = [];
+  private sweepTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly handlers: IngestHandlers,
     private readonly log: Logger,
+    private readonly options: IngestOptions,
   ) {}
 
   async listen(port: number, host: string): Promise<number> {
@@ -90,7 +168,7 @@ export class RtmpIngest {
       const key = this.ours.has(id) ? streamKeyFromPath(streamPath) : undefined;
       if (!key) return;
       // The session starts once the first tags show H.264 and AAC (see mediaCheck.ts).
-      const publish: Publish = { streamKey: key, started: false, timers: [] };
+      const publish: Publish = { streamKey: key, started: false, timers: [], stats: new PublishStats(Date.now()), samples: [] };
       publish.timers.push(setTimeout(() => this.refuse(id, `no video received within ${FIRST_VIDEO_TIMEOUT_MS / 1000} s of the publish`), FIRST_VIDEO_TIMEOUT_MS));
       this.publishes.set(id, publish);
     });
@@ -100,17 +178,17 @@ export class RtmpIngest {
     });
     this.on("prePlay", (id: string) => this.prePlay(id));
     this.on("doneConnect", (id: string) => {
-      this.endPublish(id);
+      const publish = this.endPublish(id);
+      if (publish?.started) this.handlers.onPublishEnd(id);
       this.ours.delete(id);
+      this.acceptedAt.delete(id);
     });
 
     const server = net.createServer((socket) => {
-      // A connection that goes quiet (garbage, a stalled client, a half-open socket) is
-      // dropped; publishers and the pipeline's pulls carry media all the time.
-      socket.setTimeout(IDLE_TIMEOUT_MS, () => socket.destroy());
       const session = new NodeRtmpSession(NMS_CONFIG, socket);
       this.inspectMedia(session);
       this.ours.set(session.id, session);
+      this.acceptedAt.set(session.id, Date.now());
       session.run();
     });
     this.server = server;
@@ -122,6 +200,8 @@ export class RtmpIngest {
         resolve();
       });
     });
+    this.sweepTimer = setInterval(() => this.sweep(), SWEEP_MS);
+    this.sweepTimer.unref();
     return (server.address() as net.AddressInfo).port;
   }
 
@@ -135,12 +215,25 @@ export class RtmpIngest {
     return this.ours.get(publisherId)?.socket.bytesRead;
   }
 
-  /** Disconnects a publisher at once (suspend, delete, a dead pipeline). */
-  disconnect(publisherId: string): void {
-    this.ours.get(publisherId)?.reject();
+  /** A live publisher's media clock, keyframe interval and audio; undefined once it is gone. */
+  publisherStats(publisherId: string): PublisherStats | undefined {
+    const session = this.ours.get(publisherId);
+    const publish = this.publishes.get(publisherId);
+    if (!session || !publish) return undefined;
+    const { mediaMs, lastMediaAt, keyframeIntervalMs, hasAudio } = publish.stats;
+    return { mediaMs, lastMediaAt, keyframeIntervalMs, hasAudio, bytesRead: session.socket.bytesRead };
+  }
+
+  /** Disconnects a publisher at once (suspend, delete, a dead pipeline), telling it why when there is a reason. */
+  disconnect(publisherId: string, refusal?: Refusal): void {
+    const session = this.ours.get(publisherId);
+    if (!session) return;
+    if (refusal) this.sendRefusal(session, refusal);
+    session.reject();
   }
 
   async close(): Promise<void> {
+    clearInterval(this.sweepTimer);
     for (const id of [...this.publishes.keys()]) this.endPublish(id);
     for (const [event, listener] of this.listeners) nmsContext.nodeEvent.off(event, listener);
     this.listeners.length = 0;
@@ -150,6 +243,7 @@ export class RtmpIngest {
     const closed = new Promise<void>((resolve) => server.close(() => resolve()));
     for (const session of [...this.ours.values()]) session.stop();
     this.ours.clear();
+    this.acceptedAt.clear();
     await closed;
   }
 
@@ -162,17 +256,40 @@ export class RtmpIngest {
     const session = this.ours.get(id);
     if (!session) return;
     const key = streamKeyFromPath(streamPath);
-    const refusal = key === undefined ? `publish to ${INGEST_APP}/<stream key> only` : this.handlers.admit(key, id);
+    const refusal = key === undefined ? badName(`publish to ${INGEST_APP}/<stream key> only`) : this.handlers.admit(key, id);
     if (refusal !== undefined) {
       // The key itself is a secret: never logged.
-      this.log.info({ publisherId: id, ip: session.ip, reason: refusal }, "publish refused");
+      this.log.info({ publisherId: id, ip: session.ip, reason: refusal.reason, status: refusal.status }, "publish refused");
+      this.sendRefusal(session, refusal);
       session.reject();
+      return;
+    }
+    // The newest authenticated publisher wins: one still holding the stream (a half-open
+    // connection, an encoder that reconnected before its old socket died) makes room, so an
+    // encoder recovering from a dead uplink is never locked out of its own key.
+    const holderId = nmsContext.publishers.get(streamPath);
+    const holder = holderId !== undefined && holderId !== id ? this.ours.get(holderId) : undefined;
+    if (holder) {
+      this.log.warn({ publisherId: id, replaced: holderId, ip: session.ip }, "a new publisher takes over the stream: the previous one is disconnected");
+      holder.reject();
+    }
+  }
+
+  /** The status message for a refused publish, on the publish's own stream. */
+  private sendRefusal(session: NmsSession, refusal: Refusal): void {
+    if (!session.socket.writable) return;
+    try {
+      session.sendStatusMessage(session.publishStreamId, "error", refusal.status, refusal.reason);
+      closeAfterFlush(session.socket);
+    } catch (err) {
+      this.log.debug({ err }, "could not send the refusal status");
     }
   }
 
   /**
-   * Reads the codec of each publish's first video and first audio tag, before node-media-server
-   * handles them (the pinned 2.7.4 calls these handlers once per message).
+   * Reads the codec of each publish's first video and first audio tag, and the clock and
+   * keyframes of every tag, before node-media-server handles them (the pinned 2.7.4 calls
+   * these handlers once per message).
    */
   private inspectMedia(session: NmsSession): void {
     const payload = () => session.parserPacket.payload.subarray(0, session.parserPacket.header.length);
@@ -180,23 +297,27 @@ export class RtmpIngest {
     const handleAudio = session.rtmpAudioHandler.bind(session);
     session.rtmpVideoHandler = () => {
       const publish = this.publishes.get(session.id);
-      const codec = publish && publish.video === undefined ? videoCodecOf(payload()) : undefined;
+      if (!publish) return handleVideo();
+      publish.stats.video(payload(), session.parserPacket.clock, Date.now());
+      const codec = publish.video === undefined ? videoCodecOf(payload()) : undefined;
       if (codec === undefined) return handleVideo();
-      publish!.video = codec;
+      publish.video = codec;
       const refusal = refuseVideo(codec);
       if (refusal) return this.refuse(session.id, refusal);
       handleVideo();
-      this.startWhenKnown(session.id, publish!);
+      this.startWhenKnown(session.id, publish);
     };
     session.rtmpAudioHandler = () => {
       const publish = this.publishes.get(session.id);
-      const codec = publish && publish.audio === undefined ? audioCodecOf(payload()) : undefined;
+      if (!publish) return handleAudio();
+      publish.stats.audio(session.parserPacket.clock, Date.now());
+      const codec = publish.audio === undefined ? audioCodecOf(payload()) : undefined;
       if (codec === undefined) return handleAudio();
-      publish!.audio = codec;
+      publish.audio = codec;
       const refusal = refuseAudio(codec);
       if (refusal) return this.refuse(session.id, refusal);
       handleAudio();
-      this.startWhenKnown(session.id, publish!);
+      this.startWhenKnown(session.id, publish);
     };
   }
 
@@ -216,9 +337,16 @@ export class RtmpIngest {
   private start(id: string, publish: Publish): void {
     if (publish.started || this.publishes.get(id) !== publish) return;
     for (const t of publish.timers.splice(0)) clearTimeout(t);
-    publish.started = true;
     this.log.debug({ publisherId: id, video: publish.video, audio: publish.audio ?? "none" }, "publisher's media accepted");
-    this.handlers.onPublishStart(id, publish.streamKey);
+    const refusal = this.handlers.onPublishStart(id, publish.streamKey);
+    if (refusal) {
+      const session = this.ours.get(id);
+      this.endPublish(id);
+      this.log.info({ publisherId: id, ip: session?.ip, reason: refusal.reason, status: refusal.status }, "publish refused");
+      if (session) this.disconnect(id, refusal);
+      return;
+    }
+    publish.started = true;
   }
 
   /** Refuses a publish for what it sends (before its session starts, or ending it). */
@@ -228,7 +356,7 @@ export class RtmpIngest {
     if (!session) return;
     this.log.warn({ publisherId: id, ip: session.ip, reason }, "publish refused");
     if (publish?.started) this.handlers.onPublishEnd(id, reason);
-    session.reject();
+    this.disconnect(id, rejected(reason));
   }
 
   /** Forgets a publish and its timers; returns it, if there was one. */
@@ -238,6 +366,51 @@ export class RtmpIngest {
     for (const t of publish.timers.splice(0)) clearTimeout(t);
     this.publishes.delete(id);
     return publish;
+  }
+
+  /**
+   * Every SWEEP_MS: publishers whose media stopped (asleep, uplink gone, socket half-open) are
+   * disconnected, so their stream's reconnect window starts and the key is free; connections
+   * that never publish or play are dropped; readers too far behind are cut off.
+   */
+  private sweep(): void {
+    const now = Date.now();
+    for (const [id, publish] of this.publishes) {
+      const session = this.ours.get(id);
+      if (!session) continue;
+      publish.samples.push({ at: now, bytes: session.socket.bytesRead });
+      while (publish.samples.length > 2 && now - publish.samples[0]!.at > RATE_WINDOW_MS) publish.samples.shift();
+      const silentMs = now - publish.stats.lastMediaAt;
+      if (publish.started && silentMs > this.options.mediaTimeoutMs) {
+        this.log.warn({ publisherId: id, ip: session.ip, silentSeconds: Math.round(silentMs / 1000) }, "publisher sent no media: disconnected");
+        session.reject();
+      }
+    }
+    for (const [id, session] of this.ours) {
+      if (session.isPlaying) this.capReader(session);
+      else if (!session.isPublishing && !session.isIdling && now - (this.acceptedAt.get(id) ?? now) > IDLE_CONNECTION_MS) {
+        this.log.debug({ connectionId: id, ip: session.ip }, "RTMP connection neither published nor played: dropped");
+        session.stop();
+      }
+    }
+  }
+
+  /** A reader whose unsent media exceeds a few seconds of its publisher's rate is cut off. */
+  private capReader(reader: NmsSession): void {
+    const buffered = reader.socket.writableLength;
+    if (buffered <= READER_MIN_BUFFER_BYTES) return;
+    const publisherId = nmsContext.publishers.get(reader.playStreamPath);
+    const samples = publisherId !== undefined ? this.publishes.get(publisherId)?.samples : undefined;
+    const first = samples?.[0];
+    const last = samples?.[samples.length - 1];
+    const rate = first && last && last.at > first.at ? ((last.bytes - first.bytes) * 1000) / (last.at - first.at) : 0;
+    const cap = Math.max(READER_MIN_BUFFER_BYTES, rate * READER_BUFFER_SECONDS);
+    if (buffered <= cap) return;
+    this.log.warn(
+      { readerId: reader.id, bufferedBytes: buffered, capBytes: Math.round(cap), publisherId },
+      `RTMP reader fell more than ${READER_BUFFER_SECONDS} s behind its publisher: cut off`,
+    );
+    reader.stop();
   }
 
   /** Only this machine (the pipeline) may pull streams over RTMP; viewers use HLS. */

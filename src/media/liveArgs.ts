@@ -14,8 +14,9 @@ export interface LiveArgsInput {
   segmentPrefix: string;
   audioBitrate: number;
   /**
-   * A restart within the same session: continue the existing playlists (sequence numbers go
-   * on, a discontinuity marks the seam) instead of starting them over.
+   * A later run within the same session (a restart, a publisher's reconnect): continue the
+   * existing playlists (sequence numbers go on, a discontinuity marks the seam) instead of
+   * starting them over.
    */
   resume?: boolean;
 }
@@ -29,7 +30,8 @@ export const variantPlaylist = (outDir: string, r: Pick<Rendition, "index">) => 
  * optional (`0:a:0?`) and work on old ffmpeg builds that refuse `name:` in the map.
  */
 export function buildLiveArgs(o: LiveArgsInput): string[] {
-  const args = ["-hide_banner", "-nostdin", "-nostats", "-loglevel", "info"];
+  // -progress: the output clock, twice a second, for the session's transcode speed.
+  const args = ["-hide_banner", "-nostdin", "-nostats", "-loglevel", "info", "-progress", "pipe:1"];
   // A stalled local RTMP server must not leave the pipeline hanging forever (microseconds).
   args.push("-rw_timeout", "10000000", "-i", o.inputUrl);
 
@@ -67,7 +69,9 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
       "-f", "hls",
       "-hls_time", String(o.segmentSeconds),
       "-hls_list_size", String(o.listSize),
-      "-hls_flags", `delete_segments+independent_segments+temp_file${o.resume ? "+append_list+discont_start" : ""}`,
+      // omit_endlist: a publisher that leaves does not end the playlists; the session ends
+      // them when its reconnect window runs out, or another run continues them.
+      "-hls_flags", `delete_segments+independent_segments+temp_file+omit_endlist${o.resume ? "+append_list" : ""}`,
       "-hls_segment_filename", path.join(variantDir(o.outDir, r), `${o.segmentPrefix}_%05d.ts`),
       variantPlaylist(o.outDir, r),
     );

@@ -5,7 +5,7 @@ import type { Logger } from "../log";
 import { audioCodecString, avcCodecFromSegment, parseInputStreams, type InputStreams } from "./codecs";
 import type { Rendition } from "./ladder";
 import { buildLiveArgs, variantDir, variantPlaylist, type LiveArgsInput } from "./liveArgs";
-import { endPlaylists, writeAtomically } from "./hlsFiles";
+import { writeAtomically } from "./hlsFiles";
 import { buildMasterPlaylist, parseMediaPlaylist, type Variant } from "./playlists";
 import { spawnSupervised, type ProcessEnd, type ProcessRegistry, type SupervisedProcess } from "./supervisedProcess";
 
@@ -16,8 +16,18 @@ export interface LivePipelineOptions extends Pick<LiveArgsInput, "inputUrl" | "o
   ffmpegPath: string;
   log: Logger;
   registry: ProcessRegistry;
-  /** The master playlist and a first segment of every rendition exist. */
+  /**
+   * Every rendition has a first segment from this pipeline, and the master playlist exists:
+   * once per pipeline (a resumed one announces again when its own segments are in).
+   */
   onPlayable(): void;
+  /** ffmpeg's output clock advanced: media seconds written so far by this pipeline. */
+  onOutputTime?(seconds: number): void;
+  /**
+   * Something in the pipeline's own callbacks threw (a storage or database write): the
+   * session decides; nothing here ever throws into a timer and takes the process down.
+   */
+  onFault(err: unknown): void;
   /** New segments since the last report. */
   onProgress(delta: SegmentCounters): void;
   /** Each new segment, complete on disk, in the order of its rendition's playlist. */
@@ -34,14 +44,17 @@ export interface LivePipelineOptions extends Pick<LiveArgsInput, "inputUrl" | "o
 interface VariantState {
   rendition: Rendition;
   lastSeq: number;
+  /** The first segment this pipeline wrote for the rendition. */
   first?: { bytes: number; duration: number; codec?: string };
 }
 
 /**
- * One live session's media: a single ffmpeg pulling the published stream from the local
- * RTMP server into HLS, watched through the playlists it writes (the files are the truth of
- * what a player can fetch). Counts segments as they appear, writes the master playlist once
- * every rendition has its first segment, and leaves every playlist ended when ffmpeg stops.
+ * One run of a live session's media: a single ffmpeg pulling the published stream from the
+ * local RTMP server into HLS, watched through the playlists it writes (the files are the truth
+ * of what a player can fetch). Counts segments as they appear and writes the master playlist
+ * once every rendition has its first segment. The playlists stay open when ffmpeg stops
+ * (`omit_endlist`): the session decides whether another run continues them or they end
+ * (endPlaylists in hlsFiles).
  */
 export class LivePipeline {
   private process: SupervisedProcess | undefined;
@@ -57,8 +70,6 @@ export class LivePipeline {
 
   constructor(private readonly o: LivePipelineOptions) {
     this.variants = o.renditions.map((rendition, i) => ({ rendition, lastSeq: o.resumeFrom?.[i] ?? -1 }));
-    // A resumed pipeline serves the playlists its predecessor made playable.
-    this.playable = o.resumeFrom !== undefined;
   }
 
   /** The last segment sequence number seen per rendition (for a pipeline that resumes this one). */
@@ -74,6 +85,7 @@ export class LivePipeline {
     return this.process?.pid;
   }
 
+  /** Starts ffmpeg. Throws only if the folder cannot be made (the session's start fails). */
   start(): void {
     // A new session starts from a clean folder: no segment of an earlier session stays listed.
     if (!this.o.resumeFrom) fs.rmSync(this.o.outDir, { recursive: true, force: true });
@@ -87,6 +99,7 @@ export class LivePipeline {
       onStderrLine: (line) => {
         if (this.inputLog.length < 20_000) this.inputLog += line + "\n";
       },
+      onStdoutLine: (line) => this.progressLine(line),
     });
     for (const v of this.variants) {
       try {
@@ -98,6 +111,22 @@ export class LivePipeline {
     }
     this.timer = setInterval(() => this.scan(), 1000);
     void this.process.ended.then((end) => this.finish(end));
+  }
+
+  /** `-progress pipe:1` lines: out_time_us is the furthest any output has written. */
+  private progressLine(line: string): void {
+    if (!line.startsWith("out_time_us=")) return;
+    const us = Number(line.slice(12));
+    if (Number.isFinite(us) && us >= 0) this.guard(() => this.o.onOutputTime?.(us / 1e6));
+  }
+
+  /** Runs a callback of the session's; a throw is reported, never thrown into a timer. */
+  private guard(fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.o.onFault(err);
+    }
   }
 
   /** Stops ffmpeg (it finishes its playlists) and resolves once the pipeline has ended. */
@@ -117,8 +146,12 @@ export class LivePipeline {
     });
   }
 
-  /** Reads each variant playlist and reports the segments that appeared since the last scan. */
   private scan(): void {
+    this.guard(() => this.scanPlaylists());
+  }
+
+  /** Reads each variant playlist and reports the segments that appeared since the last scan. */
+  private scanPlaylists(): void {
     const delta: SegmentCounters = { sourceSegments: 0, sourceSegmentsDuration: 0, transcodedSegments: 0, transcodedSegmentsDuration: 0, sourceBytes: 0, transcodedBytes: 0 };
     let any = false;
     for (const v of this.variants) {
@@ -152,7 +185,8 @@ export class LivePipeline {
     }
     if (any) this.o.onProgress(delta);
     if (!this.playable && !this.finished && this.variants.every((v) => v.first)) {
-      this.writeMaster();
+      // A resumed pipeline keeps the master its session's players already hold.
+      if (!this.o.resumeFrom || !fs.existsSync(path.join(this.o.outDir, "index.m3u8"))) this.writeMaster();
       this.playable = true;
       this.o.onPlayable();
     }
@@ -186,16 +220,7 @@ export class LivePipeline {
     clearInterval(this.timer);
     for (const w of this.watchers) w.close();
     this.markDone();
-    this.o.onEnded(end);
-  }
-
-  /**
-   * The session is over: every playlist ends (ffmpeg writes #EXT-X-ENDLIST when it ends
-   * cleanly; after a crash or a kill, we do), and a session that never played leaves nothing.
-   */
-  endPlaylists(): void {
-    endPlaylists(this.o.outDir);
-    if (!this.playable) fs.rmSync(this.o.outDir, { recursive: true, force: true });
+    this.guard(() => this.o.onEnded(end));
   }
 
 }

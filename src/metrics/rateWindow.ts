@@ -16,6 +16,11 @@ export class RateWindow {
 
   constructor(private readonly windowMs: number) {}
 
+  /** Starts over (a counter that restarted from another base). */
+  reset(): void {
+    this.samples.length = 0;
+  }
+
   add(at: number, value: number): void {
     this.samples.push({ at, value });
     // Drop readings while the one after them is still old enough to be the window's base.

@@ -15,6 +15,8 @@ export interface MetricSources {
   queueDepths(): Promise<Record<string, number>> | Record<string, number>;
   /** Bytes read so far from a publisher's RTMP socket; undefined once it is gone. */
   publisherBytes(publisherId: string): number | undefined;
+  /** Kinds of health issue of each stream with an open session (empty: healthy). */
+  streamIssues?(): string[][];
   /** ms; tests may fix it. */
   now?(): number;
 }
@@ -23,6 +25,8 @@ export interface MetricSources {
 export interface LiveSessionMetrics {
   /** Its HLS plays (isActive turned true). */
   playable(): void;
+  /** Its publisher left; the session waits for a reconnect (isActive false). */
+  idle(): void;
   /** The pipeline completed `mediaSeconds` more of the source. */
   progress(mediaSeconds: number): void;
   /** Called once; `reason` is the session's end reason. */
@@ -41,7 +45,8 @@ export interface Metrics extends HttpMetrics {
   readonly registry: Registry;
   /** The Prometheus text exposition and its content type. */
   scrape(): Promise<{ contentType: string; body: string }>;
-  liveSessionStarted(ids: { streamId: string; sessionId: string; publisherId: string }): LiveSessionMetrics;
+  /** `publisher`: the connection feeding the session now (it changes on a reconnect). */
+  liveSessionStarted(ids: { streamId: string; sessionId: string; publisher(): string | undefined }): LiveSessionMetrics;
   webhookDelivery(outcome: WebhookOutcome): void;
 }
 
@@ -52,7 +57,9 @@ const SPEED_WINDOW_MS = 30_000;
 interface TrackedSession {
   streamId: string;
   sessionId: string;
-  publisherId: string;
+  publisher(): string | undefined;
+  /** The publisher the ingest window was measuring. */
+  measured: string | undefined;
   playable: boolean;
   ingest: RateWindow;
   /** Cumulative media seconds, read at each progress report of the pipeline. */
@@ -81,8 +88,14 @@ export function createMetrics(sources: MetricSources): Metrics {
     collect() {
       this.reset();
       for (const s of live.values()) {
-        const bytes = sources.publisherBytes(s.publisherId);
+        const publisherId = s.publisher();
+        const bytes = publisherId !== undefined ? sources.publisherBytes(publisherId) : undefined;
         if (bytes === undefined) continue;
+        // Another connection counts its bytes from 0: measure it afresh.
+        if (publisherId !== s.measured) {
+          s.ingest.reset();
+          s.measured = publisherId;
+        }
         s.ingest.add(now(), bytes);
         const rate = s.ingest.perSecond();
         if (rate !== undefined) this.set({ stream_id: s.streamId }, Math.round(rate * 8));
@@ -100,6 +113,24 @@ export function createMetrics(sources: MetricSources): Metrics {
         const speed = s.media.perSecond();
         if (speed !== undefined) this.set({ stream_id: s.streamId, session_id: s.sessionId }, Math.round(speed * 1000) / 1000);
       }
+    },
+  });
+  new Gauge({
+    name: "onair_streams_unhealthy",
+    help: "Streams with an open session whose health lists at least one issue (isHealthy false).",
+    registers: [registry],
+    collect() {
+      this.set((sources.streamIssues?.() ?? []).filter((kinds) => kinds.length > 0).length);
+    },
+  });
+  new Gauge({
+    name: "onair_stream_issues",
+    help: "Streams with an open session that have each kind of health issue (reconnecting, slow_transcode, long_keyframe_interval, bitrate_collapse, no_audio).",
+    labelNames: ["issue"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const kinds of sources.streamIssues?.() ?? []) for (const issue of kinds) this.inc({ issue });
     },
   });
   new Gauge({
@@ -169,21 +200,24 @@ export function createMetrics(sources: MetricSources): Metrics {
     webhookDelivery(outcome) {
       webhookDeliveries.inc({ outcome });
     },
-    liveSessionStarted({ streamId, sessionId, publisherId }) {
+    liveSessionStarted({ streamId, sessionId, publisher }) {
+      const publisherId = publisher();
       const s: TrackedSession = {
         streamId,
         sessionId,
-        publisherId,
+        publisher,
+        measured: publisherId,
         playable: false,
         ingest: new RateWindow(BITRATE_WINDOW_MS),
         media: new RateWindow(SPEED_WINDOW_MS),
         mediaSeconds: 0,
       };
       // The publisher's bytes are counted from the publish on.
-      s.ingest.add(now(), sources.publisherBytes(publisherId) ?? 0);
+      s.ingest.add(now(), (publisherId !== undefined ? sources.publisherBytes(publisherId) : undefined) ?? 0);
       live.set(sessionId, s);
       return {
         playable: () => void (s.playable = true),
+        idle: () => void (s.playable = false),
         progress: (mediaSeconds) => {
           s.mediaSeconds += mediaSeconds;
           s.media.add(now(), s.mediaSeconds);

@@ -58,6 +58,11 @@ export class MultistreamManager implements LiveSessionObserver {
     if (entry) this.reconcile(entry);
   }
 
+  /** The publisher left: the pushes finish what they have; sessionLive starts them again on a reconnect. */
+  sourceLost(info: LiveSessionInfo): void {
+    this.sessionEnded(info);
+  }
+
   sessionEnded(info: LiveSessionInfo): void {
     const entry = this.live.get(info.streamId);
     if (!entry || entry.info.sessionId !== info.sessionId) return;

@@ -26,6 +26,8 @@ class SessionRecording {
   readonly variants = new Map<number, RecordedSegment[]>();
   /** The pipeline run that wrote each rendition's last segment. */
   readonly lastRun = new Map<number, number>();
+  /** recording.started was raised (once per session, whatever its reconnects). */
+  announced = false;
 
   constructor(readonly dir: string) {}
 
@@ -61,7 +63,7 @@ export class Recorder implements LiveSessionObserver {
       fs.mkdirSync(dir, { recursive: true });
       linkOrCopy(segment.file, path.join(dir, segment.uri));
       const list = rec.variants.get(segment.rendition.index) ?? [];
-      // A restarted pipeline's segments follow a seam: players and the MP4 remux must know.
+      // A later run's segments (a restart, a reconnect) follow a seam: players and the MP4 remux must know.
       const afterRestart = list.length > 0 && rec.lastRun.get(segment.rendition.index) !== segment.run;
       list.push({ uri: segment.uri, duration: segment.duration, ...(afterRestart ? { discontinuity: true } : {}) });
       rec.variants.set(segment.rendition.index, list);
@@ -80,7 +82,8 @@ export class Recorder implements LiveSessionObserver {
    */
   sessionLive(info: LiveSessionInfo): void {
     const rec = this.sessions.get(info.sessionId);
-    if (!rec) return;
+    if (!rec || rec.announced) return;
+    rec.announced = true;
     info.log.info({ dir: rec.dir }, "recording started");
     this.deps.events.raise("recording.started", info.streamId, { sessionId: info.sessionId });
     try {

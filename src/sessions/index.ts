@@ -1,3 +1,4 @@
 export { SessionManager, type SessionManagerDeps } from "./manager";
-export type { LiveSession, EndReason } from "./liveSession";
+export { MAX_PIPELINE_RESTARTS, type StreamRuntime, type EndReason } from "./streamRuntime";
+export type { Health } from "./health";
 export type { LiveSessionInfo, LiveSessionObserver, WrittenSegment } from "./observer";

@@ -1,105 +1,119 @@
+import os from "node:os";
 import path from "node:path";
 import type { LiveControl } from "../api";
 import type { LiveRates } from "../api/present";
 import type { SessionRecord } from "../db";
-import type { IngestHandlers } from "../ingest";
+import { badName, rejected, type IngestHandlers, type Refusal } from "../ingest";
 import { endPlaylists } from "../media";
-import { LiveSession, type EndReason, type LiveSessionDeps } from "./liveSession";
+import { PipelineBreaker } from "./breaker";
+import { defaultTranscodeBudget, ladderCost, refuseForCapacity } from "./capacity";
+import type { Health } from "./health";
+import { StreamRuntime, type EndReason, type StreamRuntimeDeps } from "./streamRuntime";
 
-export type SessionManagerDeps = Omit<LiveSessionDeps, "ffmpegPath"> & {
+export type SessionManagerDeps = Omit<StreamRuntimeDeps, "ffmpegPath"> & {
   ffmpegPath: string | undefined;
   /** MAX_LIVE_STREAMS_PER_USER: concurrent publishes of one user's streams; unlimited when absent. */
   maxLiveStreamsPerUser?: number;
+  /** TRANSCODE_BUDGET: output megapixels per second this node encodes at most; a default from the core count. */
+  transcodeBudget?: number;
 };
 
 /**
- * The hub of live media (STYLE.md): ingest asks it to admit and start publishes, the API asks
- * it to interrupt them. It is the only place that starts and stops pipelines and the only
- * writer of isActive.
+ * The hub of live media (STYLE.md): one StreamRuntime per live stream. The ingest asks it to
+ * admit publishes and hands it publishers; the API asks it to interrupt streams. It is the only
+ * place that starts and stops sessions and the only writer of isActive (through the runtimes).
  */
 export class SessionManager implements IngestHandlers, LiveControl {
-  private readonly byStream = new Map<string, LiveSession>();
-  private readonly byPublisher = new Map<string, LiveSession>();
-  /** A publisher that reconnected while its previous session was still ending, by stream id. */
+  private readonly byStream = new Map<string, StreamRuntime>();
+  private readonly byPublisher = new Map<string, StreamRuntime>();
+  /** A publisher waiting for its stream's previous session to finish ending, by stream id. */
   private readonly successors = new Map<string, string>();
+  private readonly breaker = new PipelineBreaker();
+  private readonly budget: number;
   private shuttingDown = false;
 
-  constructor(private readonly deps: SessionManagerDeps) {}
+  constructor(private readonly deps: SessionManagerDeps) {
+    this.budget = deps.transcodeBudget ?? defaultTranscodeBudget(os.availableParallelism?.() ?? os.cpus().length);
+  }
 
   get liveCount(): number {
     return this.byStream.size;
   }
 
-  admit(streamKey: string): string | undefined {
-    if (this.shuttingDown) return "the server is shutting down";
-    if (!this.deps.ffmpegPath) return "ffmpeg is not available on this server";
+  admit(streamKey: string): Refusal | undefined {
+    if (this.shuttingDown) return rejected("the server is shutting down: reconnect in a moment");
+    if (!this.deps.ffmpegPath) return rejected("ffmpeg is not available on this server");
     const stream = this.deps.store.streams.getByStreamKey(streamKey);
-    if (!stream) return "unknown stream key";
-    if (stream.suspended) return `stream ${stream.id} is suspended`;
+    if (!stream) return badName("unknown stream key");
+    if (stream.suspended) return badName(`stream ${stream.id} is suspended`);
     // After the key: a stranger's publishes do not get to make this server write to disk.
     const storage = this.deps.storageProblem?.();
-    if (storage) return `storage unavailable: ${storage}`;
-    // A publisher that dropped and reconnects at once (OBS does) takes over as soon as the
-    // previous session has finished; a second publisher next to a live one is refused.
-    const current = this.byStream.get(stream.id);
-    if ((current && current.publisherConnected) || this.successors.has(stream.id)) return `stream ${stream.id} is already live`;
+    if (storage) return rejected(`storage unavailable: ${storage}`);
+    const broken = this.breaker.refusal(stream.id, Date.now());
+    if (broken) return rejected(broken);
+    // A stream with an open session (live, or waiting in its reconnect window) keeps its
+    // place: a reconnect or a new publisher replacing the old one is not counted again.
+    if (this.byStream.has(stream.id)) return undefined;
     const max = this.deps.maxLiveStreamsPerUser;
     if (max !== undefined) {
-      // Sessions still winding down count too: their pipelines are still running.
       let live = 0;
       for (const s of this.byStream.values()) if (s.stream.userId === stream.userId) live++;
-      if (live >= max) return `user ${stream.userId} already has ${live} live streams, the limit (MAX_LIVE_STREAMS_PER_USER=${max}); stream ${stream.id} refused`;
+      if (live >= max) return rejected(`user ${stream.userId} already has ${live} live streams, the limit (MAX_LIVE_STREAMS_PER_USER=${max})`);
     }
+    let used = 0;
+    for (const s of this.byStream.values()) used += ladderCost(s.profiles);
+    const full = refuseForCapacity(ladderCost(stream.profiles), used, this.budget);
+    if (full) return rejected(full);
     return undefined;
   }
 
-  onPublishStart(publisherId: string, streamKey: string): void {
+  onPublishStart(publisherId: string, streamKey: string): Refusal | undefined {
     // Admitted at the publish command; its first video tag came since, and with it perhaps a
-    // suspend, a delete or a second publisher: ask again.
+    // suspend, a delete or a cap reached: ask again.
     const refusal = this.admit(streamKey);
-    const stream = refusal === undefined ? this.deps.store.streams.getByStreamKey(streamKey) : undefined;
-    if (!stream) {
-      this.deps.log.info({ publisherId, reason: refusal }, "publish refused");
-      this.deps.disconnectPublisher(publisherId);
-      return;
+    if (refusal) return refusal;
+    const stream = this.deps.store.streams.getByStreamKey(streamKey)!;
+    const current = this.byStream.get(stream.id);
+    if (!current) return this.begin(stream.id, publisherId);
+    if (!current.isEnding) {
+      current.attach(publisherId);
+      this.byPublisher.set(publisherId, current);
+      return undefined;
     }
-    const previous = this.byStream.get(stream.id);
-    if (!previous) return this.begin(stream.id, publisherId);
-    // The reconnecting publisher waits (node-media-server holds its media) until the previous
-    // session has ended its playlists and raised stream.idle: one session at a time per stream.
+    // The previous session is still ending (its playlists, stream.idle): this publisher waits
+    // (node-media-server holds its media), then starts the next one. One session at a time.
     this.successors.set(stream.id, publisherId);
-    void previous.closed.then(() => {
+    void current.closed.then(() => {
       if (this.successors.get(stream.id) !== publisherId) return; // it left while waiting
       this.successors.delete(stream.id);
-      this.begin(stream.id, publisherId);
+      const late = this.admit(streamKey) ?? this.begin(stream.id, publisherId);
+      if (late) this.deps.disconnectPublisher(publisherId, late);
     });
+    return undefined;
   }
 
-  private begin(streamId: string, publisherId: string): void {
+  private begin(streamId: string, publisherId: string): Refusal | undefined {
     const stream = this.deps.store.streams.get(streamId);
-    if (!stream || stream.suspended || this.shuttingDown) {
-      this.deps.disconnectPublisher(publisherId);
-      return;
-    }
-    let live: LiveSession;
+    if (!stream) return badName("unknown stream key");
+    let runtime: StreamRuntime;
     try {
-      live = new LiveSession(stream, publisherId, { ...this.deps, ffmpegPath: this.deps.ffmpegPath!, streamTakenOver: (id) => this.byStream.has(id) }, (s) => this.forget(s));
+      runtime = new StreamRuntime(stream, publisherId, { ...this.deps, ffmpegPath: this.deps.ffmpegPath! }, (s) => this.forget(s));
     } catch (err) {
       // The session row could not be written (a full disk): refuse rather than crash.
       this.deps.log.error({ err, streamId, publisherId }, "could not start a live session: publish refused");
-      this.deps.disconnectPublisher(publisherId);
-      return;
+      return rejected("storage unavailable: the session could not be recorded");
     }
-    this.byStream.set(stream.id, live);
-    this.byPublisher.set(publisherId, live);
-    live.start();
+    this.byStream.set(stream.id, runtime);
+    this.byPublisher.set(publisherId, runtime);
+    runtime.start();
+    return undefined;
   }
 
   onPublishEnd(publisherId: string, refusal?: string): void {
     for (const [streamId, waiting] of this.successors) if (waiting === publisherId) this.successors.delete(streamId);
-    const live = this.byPublisher.get(publisherId);
-    if (refusal) void live?.stop("media refused", refusal);
-    else live?.publisherGone();
+    const runtime = this.byPublisher.get(publisherId);
+    this.byPublisher.delete(publisherId);
+    runtime?.detach(publisherId, refusal);
   }
 
   /** The stream's settings changed: observers of a live session may need to act. */
@@ -108,20 +122,35 @@ export class SessionManager implements IngestHandlers, LiveControl {
     for (const o of this.deps.observers) o.streamChanged?.(streamId);
   }
 
-  /** Suspend and delete end the live session at once (spec 4.1, DESIGN.md). */
+  /** Suspend and delete end the live session at once (spec 4.1, DESIGN.md), its window too. */
   interrupt(streamId: string, reason: "suspended" | "deleted" | "terminated"): void {
     void this.byStream.get(streamId)?.stop(reason);
   }
 
   /** Live rates by parent stream id, or by session (= child stream) id. */
   rates(id: string): LiveRates | undefined {
-    const live = this.byStream.get(id) ?? [...this.byStream.values()].find((s) => s.session.id === id);
-    return live?.isLive ? live.rates() : undefined;
+    const runtime = this.find(id);
+    return runtime?.isLive ? runtime.rates() : undefined;
   }
 
-  /** The live session of a stream, if any (tests, metrics). */
-  liveSession(streamId: string): LiveSession | undefined {
+  /** Health of a stream with an open session (live or reconnecting), by stream or session id. */
+  health(id: string): Health | undefined {
+    const runtime = this.find(id);
+    return runtime && !runtime.isEnding ? runtime.health() : undefined;
+  }
+
+  private find(id: string): StreamRuntime | undefined {
+    return this.byStream.get(id) ?? [...this.byStream.values()].find((s) => s.session.id === id);
+  }
+
+  /** The open session of a stream, if any (tests, metrics). */
+  liveSession(streamId: string): StreamRuntime | undefined {
     return this.byStream.get(streamId);
+  }
+
+  /** Every open session (health metrics). */
+  runtimes(): StreamRuntime[] {
+    return [...this.byStream.values()];
   }
 
   /**
@@ -163,8 +192,9 @@ export class SessionManager implements IngestHandlers, LiveControl {
     await Promise.all([...this.byStream.values()].map((s) => s.stop(reason, detail)));
   }
 
-  private forget(s: LiveSession): void {
+  private forget(s: StreamRuntime): void {
     if (this.byStream.get(s.stream.id) === s) this.byStream.delete(s.stream.id);
-    this.byPublisher.delete(s.publisherId);
+    for (const [publisherId, runtime] of this.byPublisher) if (runtime === s) this.byPublisher.delete(publisherId);
+    if (s.endReason === "pipeline failed") this.breaker.failed(s.stream.id, Date.now());
   }
 }

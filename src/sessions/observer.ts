@@ -11,7 +11,7 @@ export interface WrittenSegment {
   duration: number;
   seq: number;
   bytes: number;
-  /** Which pipeline of the session wrote it: 0, then one more after each restart. */
+  /** Which pipeline run of the session wrote it: 0, then one more after each restart or reconnect. */
   run: number;
 }
 
@@ -36,8 +36,16 @@ export interface LiveSessionInfo {
  * Methods must not throw; failures are theirs to log and report.
  */
 export interface LiveSessionObserver {
-  /** The session's HLS plays (isActive just turned true). */
+  /**
+   * The session's HLS plays (isActive just turned true): once per publisher of the session,
+   * again after a reconnect inside the window.
+   */
   sessionLive(info: LiveSessionInfo): void;
+  /**
+   * The publisher left and the session waits for a reconnect (isActive false; the session,
+   * its recording and playlists stay open). sessionLive follows if it comes back.
+   */
+  sourceLost?(info: LiveSessionInfo): void;
   /**
    * The session has ended (isActive is false, or it never became live): stop what was started
    * for it. Called once for every session, live or not.

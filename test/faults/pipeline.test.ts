@@ -1,4 +1,4 @@
-import { MAX_PIPELINE_RESTARTS } from "../../src/sessions/liveSession";
+import { MAX_PIPELINE_RESTARTS } from "../../src/sessions";
 import { probe, pushTestStream, waitFor } from "../helpers/media";
 import { useWatchedServer } from "../helpers/watched";
 

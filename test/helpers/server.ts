@@ -27,7 +27,9 @@ export function tempDir(prefix = "onair-test-"): string {
  */
 export async function startTestServer(env: Record<string, string> = {}, options: { dataDir?: string } = {}): Promise<TestServer> {
   const dataDir = options.dataDir ?? tempDir();
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", ...env });
+  // Sessions end as soon as their publisher leaves unless a test asks for a reconnect window:
+  // most tests are about one publish, and would otherwise wait out the default 30 s.
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", RECONNECT_WINDOW_SECONDS: "0", ...env });
   const server = await startServer(config, createLogger(config.logLevel));
   const apiUrl = `http://127.0.0.1:${server.port}/api`;
   const keyFor = (userName: string) => server.store.apiKeys.create(server.store.users.getOrCreate(userName).id);

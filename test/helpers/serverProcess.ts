@@ -35,7 +35,8 @@ export interface ServerProcess {
 export async function startServerProcess(dataDir: string, env: Record<string, string> = {}, startTimeoutMs = 30_000): Promise<ServerProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: ROOT,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", ...env },
+    // No reconnect window unless a test asks for one (see test/helpers/server.ts).
+    env: { ...process.env, DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", RECONNECT_WINDOW_SECONDS: "0", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";

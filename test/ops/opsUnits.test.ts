@@ -84,7 +84,7 @@ describe("metrics of one server", () => {
     let clock = 0;
     let bytes = 0;
     const m = createMetrics({ ffmpegProcesses: () => 2, queueDepths: () => ({ "webhook-delivery": 3 }), publisherBytes: () => bytes, now: () => clock });
-    const s = m.liveSessionStarted({ streamId: "st1", sessionId: "se1", publisherId: "p1" });
+    const s = m.liveSessionStarted({ streamId: "st1", sessionId: "se1", publisher: () => "p1" });
     let text = (await m.scrape()).body;
     expect(sampleValue(text, "onair_live_sessions")).toBe(0); // not playable yet
     s.playable();

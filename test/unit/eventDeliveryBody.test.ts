@@ -17,6 +17,7 @@ const stream: StreamRecord = {
   profiles: [{ name: "720p", bitrate: 3_000_000, fps: 30, width: 1280, height: 720 }],
   playbackPolicy: null,
   lastTerminatedAt: null,
+  reconnectWindow: null,
   deletedAt: null,
   sourceSegments: 3,
   transcodedSegments: 6,

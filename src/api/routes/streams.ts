@@ -1,4 +1,4 @@
-import { DEFAULT_LIMITS } from "../../config";
+import { DEFAULT_LIMITS, type LimitSettings } from "../../config";
 import type { StreamRecord } from "../../db";
 import type { ApiDeps } from "../deps";
 import { badRequest, notFound, notImplemented, unprocessable } from "../errors";
@@ -26,12 +26,24 @@ function checkPlaybackPolicy(p: z.output<typeof playbackPolicy> | null | undefin
  * MAX_PROFILES_PER_STREAM and MAX_TARGETS_PER_STREAM (issue 8: abuse limits): each profile and
  * each target is another ffmpeg output. A 422 like a schema failure, naming the setting.
  */
-function checkCaps(body: { profiles?: unknown[] | null; multistream?: { targets: unknown[] } }, limits: { maxProfilesPerStream: number; maxTargetsPerStream: number }): void {
+function checkCaps(
+  body: { profiles?: { name: string; width: number; height: number; fps: number }[] | null; multistream?: { targets: unknown[] } },
+  limits: Pick<LimitSettings, "maxProfilesPerStream" | "maxTargetsPerStream" | "maxRenditionWidth" | "maxRenditionHeight" | "maxRenditionFps">,
+): void {
   const problems: string[] = [];
   const profileCount = body.profiles?.length ?? 0;
   if (profileCount > limits.maxProfilesPerStream) {
     problems.push(`profiles: at most ${limits.maxProfilesPerStream} profiles per stream (MAX_PROFILES_PER_STREAM), got ${profileCount}`);
   }
+  // Each rendition is encoded live on this node: 1080p60 at most by default (either orientation).
+  (body.profiles ?? []).forEach((p, i) => {
+    const long = Math.max(p.width, p.height);
+    const short = Math.min(p.width, p.height);
+    if (long > limits.maxRenditionWidth || short > limits.maxRenditionHeight) {
+      problems.push(`profiles.${i}: ${p.width}x${p.height} is larger than ${limits.maxRenditionWidth}x${limits.maxRenditionHeight} (MAX_RENDITION_WIDTH, MAX_RENDITION_HEIGHT)`);
+    }
+    if (p.fps > limits.maxRenditionFps) problems.push(`profiles.${i}: ${p.fps} fps is more than ${limits.maxRenditionFps} (MAX_RENDITION_FPS)`);
+  });
   const targetCount = body.multistream?.targets.length ?? 0;
   if (targetCount > limits.maxTargetsPerStream) {
     problems.push(`multistream.targets: at most ${limits.maxTargetsPerStream} multistream targets per stream (MAX_TARGETS_PER_STREAM), got ${targetCount}`);
@@ -43,7 +55,7 @@ export function streamRoutes(deps: ApiDeps): Route[] {
   const { store } = deps;
   const limits = deps.limits ?? DEFAULT_LIMITS;
   const present = (s: StreamRecord) =>
-    presentStream(s, s.parentId ? [] : store.streamTargets.listForStream(s.id), s.isActive ? deps.live.rates(s.id) : undefined);
+    presentStream(s, s.parentId ? [] : store.streamTargets.listForStream(s.id), s.isActive ? deps.live.rates(s.id) : undefined, deps.live.health(s.id));
 
   /** The caller's stream, parent or child; anything else is a 404. */
   const owned = (userId: string, id: string) => {
@@ -73,7 +85,7 @@ export function streamRoutes(deps: ApiDeps): Route[] {
         const policy = checkPlaybackPolicy(body.playbackPolicy);
         const profiles = body.profiles ?? [];
         const stream = store.db.transaction(() => {
-          const s = store.streams.create({ userId, name: body.name, profiles, record: body.record ?? false, playbackPolicy: policy ?? null });
+          const s = store.streams.create({ userId, name: body.name, profiles, record: body.record ?? false, playbackPolicy: policy ?? null, reconnectWindow: body.reconnectWindow ?? null });
           if (body.multistream) store.streamTargets.replaceForStream(s.id, resolveTargetRefs(store, userId, body.multistream, profiles));
           return s;
         })();
@@ -130,6 +142,7 @@ export function streamRoutes(deps: ApiDeps): Route[] {
             record: body.record,
             suspended: body.suspended,
             playbackPolicy: policy,
+            reconnectWindow: body.reconnectWindow,
           });
         })();
         if (body.suspended === true) deps.live.interrupt(s.id, "suspended");

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { MAX_RECONNECT_WINDOW_SECONDS } from "../../config";
 import { expected, listQuery, mediaCounters, profile, profiles, queryFlag, targetUrl } from "./common";
 
 export const playbackPolicy = z
@@ -40,6 +41,15 @@ export const multistreamInput = z
   })
   .meta({ id: "MultistreamInput", description: "The stream's multistream target references, as a whole." });
 
+/** onair's extension (like Mux's reconnect_window): seconds a session waits for its publisher to come back. */
+const reconnectWindow = z
+  .number(expected("a number"))
+  .int("must be a whole number of seconds")
+  .min(0, "must be at least 0")
+  .max(MAX_RECONNECT_WINDOW_SECONDS, `must be at most ${MAX_RECONNECT_WINDOW_SECONDS} seconds`)
+  .nullable()
+  .describe("onair: seconds the live session waits for its publisher to reconnect (0 ends it at once; null: the server's RECONNECT_WINDOW_SECONDS, 30 by default)");
+
 const streamName = z
   .string(expected("a string"))
   .trim()
@@ -53,6 +63,7 @@ export const streamCreateBody = z
     record: z.boolean(expected("a boolean")).optional(),
     multistream: multistreamInput.optional(),
     playbackPolicy: playbackPolicy.nullable().optional(),
+    reconnectWindow: reconnectWindow.optional(),
     pull: z.unknown().optional().describe("not supported: onair ingests by RTMP push"),
   })
   .meta({ id: "NewStreamPayload" });
@@ -65,6 +76,7 @@ export const streamPatchBody = z
     suspended: z.boolean(expected("a boolean")).optional(),
     multistream: multistreamInput.optional(),
     playbackPolicy: playbackPolicy.nullable().optional(),
+    reconnectWindow: reconnectWindow.optional(),
   })
   .meta({ id: "StreamPatchPayload" });
 
@@ -98,6 +110,9 @@ export const streamObject = z
     playbackPolicy: z.object({ type: z.literal("public") }).optional(),
     ...mediaCounters,
     lastTerminatedAt: z.number().nullable(),
+    isHealthy: z.boolean().nullable().describe("while a session is open: false when `issues` lists a problem; null otherwise"),
+    issues: z.array(z.string()).nullable().describe("what makes the live stream unhealthy, for a broadcaster to act on; null when not live"),
+    reconnectWindow: reconnectWindow.optional(),
   })
   .meta({ id: "Stream" });
 

@@ -21,6 +21,7 @@ interface Row extends CounterColumns {
   playback_policy: string | null;
   last_terminated_at: number | null;
   deleted_at: number | null;
+  reconnect_window: number | null;
 }
 
 export function toStreamRecord(r: Row): StreamRecord {
@@ -42,6 +43,7 @@ export function toStreamRecord(r: Row): StreamRecord {
     ...countersOf(r),
     lastTerminatedAt: r.last_terminated_at,
     deletedAt: r.deleted_at,
+    reconnectWindow: r.reconnect_window,
   };
 }
 
@@ -51,6 +53,7 @@ export interface NewStream {
   profiles: Profile[];
   record: boolean;
   playbackPolicy: PlaybackPolicy | null;
+  reconnectWindow?: number | null;
 }
 
 /** Fields a user may change on a parent stream (PATCH /stream/{id}). */
@@ -60,6 +63,7 @@ export interface StreamChanges {
   record?: boolean;
   suspended?: boolean;
   playbackPolicy?: PlaybackPolicy | null;
+  reconnectWindow?: number | null;
 }
 
 export interface StreamFilters {
@@ -86,8 +90,8 @@ export class StreamsRepository {
     const playbackId = newPlaybackId();
     this
       .sql(
-        `INSERT INTO streams (id, user_id, name, stream_key, stream_key_hash, playback_id, playback_id_hash, created_at, record, profiles, playback_policy)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO streams (id, user_id, name, stream_key, stream_key_hash, playback_id, playback_id_hash, created_at, record, profiles, playback_policy, reconnect_window)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       )
       .run(
         id,
@@ -101,6 +105,7 @@ export class StreamsRepository {
         s.record ? 1 : 0,
         JSON.stringify(s.profiles),
         s.playbackPolicy ? JSON.stringify(s.playbackPolicy) : null,
+        s.reconnectWindow ?? null,
       );
     return this.get(id)!;
   }
@@ -169,6 +174,7 @@ export class StreamsRepository {
     if (c.profiles !== undefined) sets.push("profiles = ?"), params.push(JSON.stringify(c.profiles));
     if (c.record !== undefined) sets.push("record = ?"), params.push(c.record ? 1 : 0);
     if (c.suspended !== undefined) sets.push("suspended = ?"), params.push(c.suspended ? 1 : 0);
+    if (c.reconnectWindow !== undefined) sets.push("reconnect_window = ?"), params.push(c.reconnectWindow);
     if (c.playbackPolicy !== undefined) {
       sets.push("playback_policy = ?");
       params.push(c.playbackPolicy ? JSON.stringify(c.playbackPolicy) : null);

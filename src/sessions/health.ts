@@ -1,0 +1,56 @@
+// A live stream's health (Livepeer's `isHealthy` and `issues`), judged from real signals of its
+// publisher and pipeline. Pure: the runtime gathers the signals, this says what they mean.
+
+export interface HealthSignals {
+  /** The publisher left and the session waits for it (seconds left in the window). */
+  reconnectingSecondsLeft?: number;
+  /** Output over input media time over the recent past; undefined before it is known. */
+  speed?: number;
+  /** The publisher's newest keyframe interval, ms. */
+  keyframeIntervalMs?: number;
+  segmentSeconds: number;
+  /** The publisher sends audio. */
+  hasAudio: boolean;
+  /** Bytes per second over the last 10 s, and over the session's publish so far. */
+  ingestRate?: number;
+  ingestAverage?: number;
+}
+
+/** Each issue's kind, for metrics (a label with few values). */
+export type IssueKind = "reconnecting" | "slow_transcode" | "long_keyframe_interval" | "bitrate_collapse" | "no_audio";
+export const ISSUE_KINDS: IssueKind[] = ["reconnecting", "slow_transcode", "long_keyframe_interval", "bitrate_collapse", "no_audio"];
+
+export interface Health {
+  isHealthy: boolean;
+  issues: string[];
+  kinds: IssueKind[];
+}
+
+/** Below this share of real time the viewers' buffer drains. */
+export const SLOW_SPEED = 0.95;
+/** The recent ingest rate fell under this share of the publish's average. */
+export const BITRATE_COLLAPSE = 0.2;
+
+export function assessHealth(s: HealthSignals): Health {
+  const issues: string[] = [];
+  const kinds: IssueKind[] = [];
+  const add = (kind: IssueKind, text: string) => {
+    kinds.push(kind);
+    issues.push(text);
+  };
+  if (s.reconnectingSecondsLeft !== undefined) {
+    add("reconnecting", `reconnecting: the publisher left; the session waits ${Math.ceil(s.reconnectingSecondsLeft)} s more for it`);
+  } else {
+    if (s.speed !== undefined && s.speed < SLOW_SPEED) {
+      add("slow_transcode", `transcode slower than real time: ${s.speed.toFixed(2)}x (the server is short of CPU for this ladder)`);
+    }
+    if (s.keyframeIntervalMs !== undefined && s.keyframeIntervalMs > s.segmentSeconds * 1000 + 100) {
+      add("long_keyframe_interval", `keyframe interval ${(s.keyframeIntervalMs / 1000).toFixed(1)} s is longer than the ${s.segmentSeconds} s segment: set the encoder's keyframe interval to ${s.segmentSeconds} s or less`);
+    }
+    if (s.ingestRate !== undefined && s.ingestAverage !== undefined && s.ingestAverage > 0 && s.ingestRate < s.ingestAverage * BITRATE_COLLAPSE) {
+      add("bitrate_collapse", `ingest bitrate collapsed: ${Math.round((s.ingestRate * 8) / 1000)} kbit/s, ${Math.round((100 * s.ingestRate) / s.ingestAverage)} % of the publish's average`);
+    }
+    if (!s.hasAudio) add("no_audio", "no audio: the publisher sends video only");
+  }
+  return { isHealthy: issues.length === 0, issues, kinds };
+}

@@ -1,0 +1,518 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { SessionRecord, Store, StreamRecord } from "../db";
+import type { EventSink } from "../events";
+import { badName, rejected, type PublisherStats, type Refusal } from "../ingest";
+import type { Logger } from "../log";
+import { renditionLadder } from "../media/ladder";
+import { LivePipeline } from "../media/livePipeline";
+import { endPlaylists } from "../media";
+import type { ProcessEnd, ProcessRegistry } from "../media/supervisedProcess";
+import type { LiveRates } from "../api/present";
+import { RateWindow, type LiveSessionMetrics, type Metrics } from "../metrics";
+import { assessHealth, type Health } from "./health";
+import type { LiveSessionInfo, LiveSessionObserver } from "./observer";
+import { SpeedMeter } from "./speedMeter";
+
+export interface StreamRuntimeDeps {
+  store: Store;
+  events: EventSink;
+  log: Logger;
+  registry: ProcessRegistry;
+  ffmpegPath: string;
+  hlsDir: string;
+  /** Where the pipeline pulls a published stream from the local RTMP server. */
+  rtmpInputUrl(streamKey: string): string;
+  segmentSeconds: number;
+  listSize: number;
+  /** Disconnects a publisher, telling it why when there is a refusal. */
+  disconnectPublisher(publisherId: string, refusal?: Refusal): void;
+  observers: LiveSessionObserver[];
+  /** Live sessions, transcode speed, ingest bitrate, pipeline failures (GET /metrics). */
+  metrics?: Pick<Metrics, "liveSessionStarted">;
+  /** Why media cannot be written now (full or unwritable disk); nothing when it can. */
+  storageProblem?: () => string | undefined;
+  /** Another session of the stream is live now (a retried end must leave its isActive alone). */
+  streamTakenOver?: (streamId: string) => boolean;
+  /** What the ingest knows of a live publisher; undefined once it is gone. */
+  publisherStats?: (publisherId: string) => PublisherStats | undefined;
+  /** RECONNECT_WINDOW_SECONDS, for streams without their own reconnectWindow. */
+  reconnectWindowSeconds: number;
+}
+
+/** Live rates span this much of the recent past. */
+const RATE_WINDOW_MS = 10_000;
+
+export type EndReason =
+  | "publisher left"
+  | "suspended"
+  | "deleted"
+  | "terminated"
+  | "pipeline failed"
+  | "pipeline too slow"
+  | "storage unavailable"
+  | "media refused"
+  | "internal error"
+  | "shutdown";
+
+/** An end reason with what an operator needs to act on it (kept as the session's endReason). */
+export function describeEnd(reason: EndReason, detail?: string): string {
+  return detail ? `${reason}: ${detail}` : reason;
+}
+
+/** What a publisher disconnected by the session's end is told. */
+function refusalFor(reason: EndReason, detail: string | undefined, streamId: string): Refusal | undefined {
+  if (reason === "suspended") return badName(`stream ${streamId} is suspended`);
+  if (reason === "deleted") return badName(`stream ${streamId} was deleted`);
+  if (reason === "publisher left" || reason === "media refused") return undefined;
+  return rejected(describeEnd(reason, detail));
+}
+
+/** ffmpeg's exit, for an end reason: no stderr, which would carry the source url and its key. */
+function describeExit(end: ProcessEnd, restarts: number): string {
+  const how = end.code !== null ? `ffmpeg exited with code ${end.code}` : `ffmpeg was killed by ${end.signal}`;
+  return restarts > 0 ? `${how} after ${restarts} restart${restarts === 1 ? "" : "s"}` : how;
+}
+
+/** How long ffmpeg gets to see end-of-stream and finish its segments before it is stopped. */
+const PUBLISHER_GONE_GRACE_MS = 1200;
+
+/** How often a session end that could not be written (disk full) is tried again. */
+const END_RETRY_MS = 2000;
+
+/** A pipeline that dies under a live publisher is restarted this many times, then the session ends. */
+export const MAX_PIPELINE_RESTARTS = 3;
+
+/** Wait before restart n (0-based): 0.5 s, 1 s, 2 s. Short: viewers are waiting. */
+export const restartDelayMs = (n: number) => 500 * 2 ** n;
+
+/** A session whose transcode stays below this share of real time for SLOW_WINDOW_MS ends. */
+export const SLOW_LIMIT = 0.9;
+export const SLOW_WINDOW_MS = 30_000;
+/** Health signals (speed) span this much of the recent past. */
+const HEALTH_WINDOW_MS = 10_000;
+
+/**
+ * A stream's live life (MediaMTX's path): one session, its HLS output and its observers, fed
+ * by one publisher at a time. It outlives any one connection: when the publisher leaves, the
+ * stream goes idle (isActive false, stream.idle) but the session, its recording and its
+ * playlists stay open for the reconnect window; a publish with the same key inside it
+ * continues them (a new pipeline run appends to the same playlists after a discontinuity, and
+ * stream.started comes again). Errors inside its media path end this session only.
+ */
+export class StreamRuntime {
+  readonly session: SessionRecord;
+  readonly info: LiveSessionInfo;
+  private readonly log: Logger;
+  private readonly metrics: LiveSessionMetrics | undefined;
+  /** The publisher feeding it now; undefined while it waits for one. */
+  private publisherId: string | undefined;
+  private pipeline: LivePipeline | undefined;
+  /** Pipelines started: each later one continues the playlists after a discontinuity. */
+  private runs = 0;
+  /** Restarts after a failure under the current publisher. */
+  private failures = 0;
+  /** Some run made the playlists playable: later runs continue them. */
+  private hasMedia = false;
+  /** The last segment sequence number per rendition, for the next run to continue from. */
+  private seqs: number[] | undefined;
+  /** isActive is true and stream.started raised: a stream.idle is owed. */
+  private active = false;
+  private ending: { reason: EndReason; detail?: string } | undefined;
+  private finished = false;
+  private restartTimer: NodeJS.Timeout | undefined;
+  private windowTimer: NodeJS.Timeout | undefined;
+  private watchdog: NodeJS.Timeout | undefined;
+  /** When the reconnect window runs out (ms), while the session waits for its publisher. */
+  private windowEndsAt: number | undefined;
+  private lastEnd: ProcessEnd | undefined;
+  private readonly ingestRate = new RateWindow(RATE_WINDOW_MS);
+  private readonly outgoingRate = new RateWindow(RATE_WINDOW_MS);
+  private readonly speed = new SpeedMeter(SLOW_WINDOW_MS);
+  private readonly recentSpeed = new SpeedMeter(HEALTH_WINDOW_MS);
+  private bytesOut = 0;
+  /** Bytes received from earlier publishers of the session, and when the current one began. */
+  private publishStartedAt = Date.now();
+  private markClosed!: () => void;
+  /** Resolves when the session has ended and its state and events are written. */
+  readonly closed = new Promise<void>((resolve) => (this.markClosed = resolve));
+
+  constructor(
+    readonly stream: StreamRecord,
+    publisherId: string,
+    private readonly deps: StreamRuntimeDeps,
+    private readonly onClosed: (s: StreamRuntime) => void,
+  ) {
+    this.session = deps.store.sessions.start(stream);
+    this.publisherId = publisherId;
+    this.log = deps.log.child({ streamId: stream.id, sessionId: this.session.id });
+    this.metrics = deps.metrics?.liveSessionStarted({ streamId: stream.id, sessionId: this.session.id, publisher: () => this.publisherId });
+    this.info = {
+      streamId: stream.id,
+      sessionId: this.session.id,
+      userId: stream.userId,
+      playbackId: stream.playbackId!,
+      hlsDir: path.join(deps.hlsDir, stream.playbackId!),
+      renditions: renditionLadder(this.session.profiles, deps.segmentSeconds),
+      sourceUrl: deps.rtmpInputUrl(stream.streamKey!),
+      log: this.log,
+    };
+    this.outgoingRate.add(Date.now(), 0);
+    this.newPublisher(publisherId);
+  }
+
+  start(): void {
+    this.log.info({ profiles: this.session.profiles.map((p) => p.name), record: this.session.record }, "live session started");
+    this.startRun();
+  }
+
+  /** A publisher feeds the stream now (ending ones cannot be fed: the caller waits for `closed`). */
+  get isEnding(): boolean {
+    return this.ending !== undefined;
+  }
+
+  /** isActive: the HLS plays from the current publisher. */
+  get isLive(): boolean {
+    return this.active && this.ending === undefined;
+  }
+
+  get currentPublisher(): string | undefined {
+    return this.publisherId;
+  }
+
+  get endReason(): EndReason | undefined {
+    return this.ending?.reason;
+  }
+
+  /** The ladder this session encodes (for the node's capacity). */
+  get profiles() {
+    return this.session.profiles;
+  }
+
+  /**
+   * A publish of the stream's key while the session is open (a reconnect inside the window,
+   * or a new publisher that replaced the previous one): the session continues with it.
+   */
+  attach(publisherId: string): void {
+    if (this.ending) throw new Error("attach to an ending session");
+    const waited = this.windowEndsAt !== undefined;
+    clearTimeout(this.windowTimer);
+    this.windowTimer = undefined;
+    this.windowEndsAt = undefined;
+    if (this.publisherId !== undefined && this.publisherId !== publisherId) this.detach(this.publisherId);
+    this.newPublisher(publisherId);
+    this.failures = 0;
+    this.log.info({ publisherId, afterWindow: waited }, "a publisher is back: the session continues");
+    this.cancelRestart();
+    const old = this.pipeline;
+    if (!old) return this.startRun();
+    // The previous run is still finishing what it had: let it go, then continue the playlists.
+    this.pipeline = undefined;
+    void old.stop(1000).then(() => {
+      if (this.publisherId === publisherId && !this.ending && !this.pipeline) this.startRun();
+    });
+  }
+
+  /**
+   * The publisher left (or was refused for what it sent): the stream goes idle at once, and
+   * the session waits for a reconnect for its window (0: it ends now).
+   */
+  detach(publisherId: string, refusal?: string): void {
+    if (this.publisherId !== publisherId || this.ending) return;
+    this.publisherId = undefined;
+    if (refusal) return void this.stop("media refused", refusal);
+    this.goIdle();
+    // A restart that was waiting has no publisher to serve now.
+    clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
+    // ffmpeg gets end-of-stream and finishes its segments; make sure it does, promptly.
+    const p = this.pipeline;
+    if (p) setTimeout(() => void p.stop(1000), PUBLISHER_GONE_GRACE_MS).unref();
+    const windowSeconds = this.windowSeconds();
+    if (windowSeconds === 0) {
+      this.ending = { reason: "publisher left" };
+      if (!p) this.finish();
+      return;
+    }
+    this.windowEndsAt = Date.now() + windowSeconds * 1000;
+    this.windowTimer = setTimeout(() => void this.stop("publisher left", `it did not reconnect within ${windowSeconds} s`), windowSeconds * 1000);
+    this.log.info({ reconnectWindowSeconds: windowSeconds }, "publisher left: the session waits for it to reconnect");
+  }
+
+  /** Ends the session now: the publisher is disconnected and the pipeline stopped. */
+  async stop(reason: EndReason, detail?: string): Promise<void> {
+    if (!this.ending) this.ending = { reason, detail };
+    clearTimeout(this.windowTimer);
+    this.windowTimer = undefined;
+    const publisherId = this.publisherId;
+    this.publisherId = undefined;
+    if (publisherId !== undefined) this.deps.disconnectPublisher(publisherId, refusalFor(this.ending.reason, this.ending.detail, this.stream.id));
+    this.cancelRestart();
+    if (this.pipeline) await this.pipeline.stop(2000);
+    else this.finish();
+    await this.closed;
+  }
+
+  /** Bytes per second in from the publisher and out of the pipeline, over the last 10 s. */
+  rates(): LiveRates {
+    const now = Date.now();
+    const stats = this.publisherId !== undefined ? this.deps.publisherStats?.(this.publisherId) : undefined;
+    if (stats) this.ingestRate.add(now, stats.bytesRead);
+    this.outgoingRate.add(now, this.bytesOut);
+    const ingest = this.active ? this.ingestRate.perSecond() : 0;
+    return { ingestRate: Math.round(ingest ?? 0), outgoingRate: Math.round(this.outgoingRate.perSecond() ?? 0) };
+  }
+
+  /** The stream's health from its publisher and pipeline (Livepeer's isHealthy and issues). */
+  health(): Health {
+    if (this.windowEndsAt !== undefined) return assessHealth({ reconnectingSecondsLeft: Math.max(0, (this.windowEndsAt - Date.now()) / 1000), segmentSeconds: this.deps.segmentSeconds, hasAudio: true });
+    const stats = this.publisherId !== undefined ? this.deps.publisherStats?.(this.publisherId) : undefined;
+    const { ingestRate } = this.rates();
+    const elapsed = (Date.now() - this.publishStartedAt) / 1000;
+    return assessHealth({
+      speed: this.recentSpeed.span() >= HEALTH_WINDOW_MS / 2 ? this.recentSpeed.ratio() : undefined,
+      keyframeIntervalMs: stats?.keyframeIntervalMs,
+      segmentSeconds: this.deps.segmentSeconds,
+      hasAudio: stats?.hasAudio ?? true,
+      // Only once the 10 s rate is not simply the publish's start.
+      ...(stats && elapsed > 2 * (RATE_WINDOW_MS / 1000) ? { ingestRate, ingestAverage: stats.bytesRead / elapsed } : {}),
+    });
+  }
+
+  private windowSeconds(): number {
+    let own: number | null | undefined;
+    try {
+      own = this.deps.store.streams.get(this.stream.id)?.reconnectWindow;
+    } catch {
+      own = undefined; // the database is failing: the operator's default
+    }
+    return own ?? this.deps.reconnectWindowSeconds;
+  }
+
+  private newPublisher(publisherId: string): void {
+    this.publisherId = publisherId;
+    this.publishStartedAt = Date.now();
+    this.ingestRate.reset();
+    this.ingestRate.add(Date.now(), this.deps.publisherStats?.(publisherId)?.bytesRead ?? 0);
+  }
+
+  private startRun(): void {
+    if (this.ending || this.finished) return;
+    const resumeFrom = this.hasMedia ? this.seqs : undefined;
+    const run = this.runs++;
+    this.speed.reset();
+    this.recentSpeed.reset();
+    const pipeline: LivePipeline = new LivePipeline({
+      ffmpegPath: this.deps.ffmpegPath,
+      inputUrl: this.info.sourceUrl,
+      outDir: this.info.hlsDir,
+      renditions: this.info.renditions,
+      segmentSeconds: this.deps.segmentSeconds,
+      listSize: this.deps.listSize,
+      // A later run writes new names: cached segments of an earlier one stay valid.
+      segmentPrefix: this.session.id.slice(0, 8) + (run > 0 ? `r${run}` : ""),
+      log: this.log,
+      registry: this.deps.registry,
+      onPlayable: () => this.playable(pipeline),
+      onOutputTime: (seconds) => this.outputTime(pipeline, seconds),
+      onProgress: (delta) => {
+        this.metrics?.progress(delta.sourceSegmentsDuration);
+        this.bytesOut += delta.sourceBytes + delta.transcodedBytes;
+        this.outgoingRate.add(Date.now(), this.bytesOut);
+        this.write("segment counters", () => this.deps.store.sessions.addProgress(this.session.id, delta));
+      },
+      onSegment: (segment) => {
+        for (const o of this.deps.observers) this.tell(o, "segmentWritten", () => o.segmentWritten?.(this.info, { ...segment, run }));
+      },
+      onEnded: (end) => this.pipelineEnded(pipeline, end),
+      onFault: (err) => this.fault(err),
+      resumeFrom,
+    });
+    this.pipeline = pipeline;
+    try {
+      pipeline.start();
+    } catch (err) {
+      this.pipeline = undefined;
+      this.fault(err);
+      return;
+    }
+    if (!this.watchdog) {
+      this.watchdog = setInterval(() => this.checkSpeed(), 5000);
+      this.watchdog.unref();
+    }
+  }
+
+  /** A restart was waiting: it will not happen. */
+  private cancelRestart(): void {
+    clearTimeout(this.restartTimer);
+    this.restartTimer = undefined;
+    if (this.ending && !this.pipeline) this.finish();
+  }
+
+  /**
+   * A run's ffmpeg exited. Under a publisher, a failure restarts it (bounded, with back-off)
+   * and a clean exit (end-of-stream from a replaced publisher) starts the next run at once;
+   * without one, the session waits for its window; when the session ends, it is finished.
+   */
+  private pipelineEnded(p: LivePipeline, end: ProcessEnd): void {
+    if (p !== this.pipeline) return; // a run already superseded (a reconnect)
+    this.pipeline = undefined;
+    this.lastEnd = end;
+    this.seqs = p.lastSeqs;
+    if (this.ending) return this.finish();
+    if (this.publisherId === undefined) return; // waiting for the publisher: the window decides
+    if (end.code === 0 && !end.requested) return this.startRun();
+    // A full or unwritable disk fails every restart too: end now, and say so.
+    const storage = this.deps.storageProblem?.();
+    if (storage) return void this.stop("storage unavailable", storage);
+    if (this.failures >= MAX_PIPELINE_RESTARTS) return void this.stop("pipeline failed", describeExit(end, this.failures));
+    const delay = restartDelayMs(this.failures);
+    this.log.warn({ attempt: this.failures + 1, of: MAX_PIPELINE_RESTARTS, inMs: delay, code: end.code, signal: end.signal }, "pipeline died under a live publisher: restarting it");
+    this.metrics?.pipelineRestarted();
+    this.failures++;
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      this.startRun();
+    }, delay);
+  }
+
+  private playable(p: LivePipeline): void {
+    if (p !== this.pipeline || this.ending || this.publisherId === undefined) return;
+    this.hasMedia = true;
+    if (this.active) return; // a restart under a live publisher: the stream never stopped being live
+    const { store, events } = this.deps;
+    // isActive and stream.started together or not at all: a session that cannot record going
+    // live (disk full) ends instead, and owes no stream.idle.
+    const recorded = this.write("going live", () =>
+      store.db.transaction(() => {
+        store.streams.setActive([this.stream.id, this.session.id], true);
+        events.raise("stream.started", this.stream.id, { sessionId: this.session.id });
+      })(),
+    );
+    if (!recorded) return void this.stop("storage unavailable", "the database cannot record the session going live");
+    this.active = true;
+    this.metrics?.playable();
+    this.log.info({ run: this.runs - 1 }, "stream is live: HLS playable");
+    for (const o of this.deps.observers) this.tell(o, "sessionLive", () => o.sessionLive(this.info));
+  }
+
+  /** The publisher is gone: isActive false and stream.idle now (spec 3.1), the session stays open. */
+  private goIdle(): void {
+    if (!this.active) return;
+    const { store, events } = this.deps;
+    const recorded = this.write("going idle", () =>
+      store.db.transaction(() => {
+        store.streams.setActive([this.stream.id, this.session.id], false);
+        events.raise("stream.idle", this.stream.id, { sessionId: this.session.id });
+      })(),
+    );
+    // Not written (disk full): the end, retried until it is, owes and raises the stream.idle.
+    if (!recorded) return void this.stop("storage unavailable", "the database cannot record the publisher leaving");
+    this.active = false;
+    this.metrics?.idle();
+    for (const o of this.deps.observers) this.tell(o, "sourceLost", () => o.sourceLost?.(this.info));
+  }
+
+  /** ffmpeg's output clock against the publisher's: the transcode's speed. */
+  private outputTime(p: LivePipeline, seconds: number): void {
+    if (p !== this.pipeline || this.publisherId === undefined) return;
+    const stats = this.deps.publisherStats?.(this.publisherId);
+    if (!stats) return;
+    const now = Date.now();
+    this.speed.add(now, stats.mediaMs / 1000, seconds);
+    this.recentSpeed.add(now, stats.mediaMs / 1000, seconds);
+  }
+
+  /** A transcode that cannot keep up for SLOW_WINDOW_MS only falls further behind: end it, saying why. */
+  private checkSpeed(): void {
+    if (!this.active || this.ending || this.speed.span() < SLOW_WINDOW_MS - 2000) return;
+    const ratio = this.speed.ratio();
+    if (ratio === undefined || ratio >= SLOW_LIMIT) return;
+    void this.stop("pipeline too slow", `the transcode ran at ${ratio.toFixed(2)}x real time for ${SLOW_WINDOW_MS / 1000} s: the server is short of CPU for this ladder`);
+  }
+
+  /** Something in this stream's media path threw: this session ends, no other. */
+  private fault(err: unknown): void {
+    const storage = this.deps.storageProblem?.();
+    this.log.error({ err }, "live session failed inside its media path");
+    void this.stop(storage ? "storage unavailable" : "internal error", storage ?? (err instanceof Error ? err.message : String(err)));
+  }
+
+  /** An observer is told something; its throw is logged, not passed on. */
+  private tell(o: LiveSessionObserver, what: string, fn: () => void): void {
+    try {
+      fn();
+    } catch (err) {
+      this.log.error({ err, what, observer: o.constructor.name }, "a live session observer failed");
+    }
+  }
+
+  /**
+   * A state write from a media callback: if the disk is full it throws, and that must not
+   * take the process (and every other session) down. Logged; storage is checked at once.
+   */
+  private write(what: string, write: () => void): boolean {
+    try {
+      write();
+      return true;
+    } catch (err) {
+      this.log.error({ err, what }, "could not record live session state");
+      this.deps.storageProblem?.();
+      return false;
+    }
+  }
+
+  /**
+   * The session's end, written until it is: closed, not active, and the stream.idle its
+   * stream.started is owed, in one transaction. A full disk delays it (retried every 2 s
+   * while the server runs); a restart's recovery closes what is still open then.
+   */
+  private recordEnd(described: string, owesIdle: boolean, at = Date.now(), attempt = 1): void {
+    const { store, events } = this.deps;
+    const recorded = this.write("session end", () =>
+      store.db.transaction(() => {
+        store.sessions.end(this.session.id, at, described);
+        // Written late, while a successor is live: only this session's own child stream.
+        const takenOver = attempt > 1 && this.deps.streamTakenOver?.(this.stream.id) === true;
+        store.streams.setActive(takenOver ? [this.session.id] : [this.stream.id, this.session.id], false);
+        // stream.idle pairs with stream.started: exactly one for each.
+        if (owesIdle) events.raise("stream.idle", this.stream.id, { sessionId: this.session.id });
+      })(),
+    );
+    if (!recorded && store.db.open) setTimeout(() => this.recordEnd(described, owesIdle, at, attempt + 1), END_RETRY_MS).unref();
+    else if (recorded && attempt > 1) this.log.info({ attempt }, "session end recorded after storage came back");
+  }
+
+  private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    clearTimeout(this.windowTimer);
+    clearInterval(this.watchdog);
+    const end = this.ending ?? { reason: "publisher left" as const };
+    const { reason } = end;
+    this.metrics?.ended(reason);
+    try {
+      // The playlists end (players stop treating them as live); a session that never played leaves nothing.
+      if (this.hasMedia) endPlaylists(this.info.hlsDir);
+      else fs.rmSync(this.info.hlsDir, { recursive: true, force: true });
+    } catch (err) {
+      this.log.error({ err }, "could not end the session's playlists");
+    }
+    const described = describeEnd(reason, end.detail ?? (reason === "pipeline failed" && this.lastEnd ? describeExit(this.lastEnd, this.failures) : undefined));
+    const owesIdle = this.active;
+    this.active = false;
+    this.recordEnd(described, owesIdle);
+    let s: SessionRecord | undefined;
+    try {
+      s = this.deps.store.sessions.get(this.session.id);
+    } catch {
+      s = undefined;
+    }
+    const fields = { reason: described, durationSeconds: s?.sourceSegmentsDuration, segments: s?.sourceSegments, runs: this.runs };
+    if (["pipeline failed", "pipeline too slow", "storage unavailable", "internal error"].includes(reason)) this.log.error(fields, "live session ended");
+    else this.log.info(fields, "live session ended");
+    for (const o of this.deps.observers) this.tell(o, "sessionEnded", () => o.sessionEnded(this.info));
+    this.onClosed(this);
+    this.markClosed();
+  }
+}
