@@ -144,7 +144,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     sessions.recoverAfterCrash();
     recorder.recoverAfterCrash(store.sessions.listUnfinalizedRecordings());
   })();
-  ingest = new RtmpIngest(sessions, log, { mediaTimeoutMs: config.publishMediaTimeoutMs });
+  ingest = new RtmpIngest(sessions, log, {
+    mediaTimeoutMs: config.publishMediaTimeoutMs,
+    onReaderCut: () => metrics.readerCut(),
+    onPublisherStalled: () => metrics.publisherStalled(),
+  });
   try {
     rtmpPort = await ingest.listen(config.rtmpPort, config.host);
   } catch (err) {

@@ -123,6 +123,10 @@ export interface IngestHandlers {
 export interface IngestOptions {
   /** A started publish that sends no media for this long is disconnected (PUBLISH_MEDIA_TIMEOUT_SECONDS). */
   mediaTimeoutMs: number;
+  /** A local reader fell too far behind and was cut off (metrics). */
+  onReaderCut?(): void;
+  /** A publisher was disconnected for sending no media (metrics). */
+  onPublisherStalled?(): void;
 }
 
 /** `/live/<key>` → the key; anything else is not a stream of ours. */
@@ -383,6 +387,7 @@ export class RtmpIngest {
       const silentMs = now - publish.stats.lastMediaAt;
       if (publish.started && silentMs > this.options.mediaTimeoutMs) {
         this.log.warn({ publisherId: id, ip: session.ip, silentSeconds: Math.round(silentMs / 1000) }, "publisher sent no media: disconnected");
+        this.options.onPublisherStalled?.();
         session.reject();
       }
     }
@@ -410,6 +415,7 @@ export class RtmpIngest {
       { readerId: reader.id, bufferedBytes: buffered, capBytes: Math.round(cap), publisherId },
       `RTMP reader fell more than ${READER_BUFFER_SECONDS} s behind its publisher: cut off`,
     );
+    this.options.onReaderCut?.();
     reader.stop();
   }
 

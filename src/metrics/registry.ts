@@ -48,6 +48,10 @@ export interface Metrics extends HttpMetrics {
   /** `publisher`: the connection feeding the session now (it changes on a reconnect). */
   liveSessionStarted(ids: { streamId: string; sessionId: string; publisher(): string | undefined }): LiveSessionMetrics;
   webhookDelivery(outcome: WebhookOutcome): void;
+  /** A local RTMP reader (pipeline, push) fell too far behind its publisher and was cut off. */
+  readerCut(): void;
+  /** A publisher that sent no media for PUBLISH_MEDIA_TIMEOUT_SECONDS was disconnected. */
+  publisherStalled(): void;
 }
 
 /** Trailing windows of the per-session rates, in ms. */
@@ -174,6 +178,16 @@ export function createMetrics(sources: MetricSources): Metrics {
       for (const [queue, n] of Object.entries(depths)) this.set({ queue }, n);
     },
   });
+  const readersCut = new Counter({
+    name: "onair_rtmp_readers_cut_total",
+    help: "Local RTMP readers (live pipelines, multistream pushes) cut off for falling more than a few seconds behind their publisher.",
+    registers: [registry],
+  });
+  const publishersStalled = new Counter({
+    name: "onair_publishers_stalled_total",
+    help: "Publishers disconnected for sending no media for PUBLISH_MEDIA_TIMEOUT_SECONDS.",
+    registers: [registry],
+  });
   const httpRequests = new Counter({
     name: "onair_http_requests_total",
     help: "HTTP requests answered, by method, route pattern and status.",
@@ -200,6 +214,8 @@ export function createMetrics(sources: MetricSources): Metrics {
     webhookDelivery(outcome) {
       webhookDeliveries.inc({ outcome });
     },
+    readerCut: () => readersCut.inc(),
+    publisherStalled: () => publishersStalled.inc(),
     liveSessionStarted({ streamId, sessionId, publisher }) {
       const publisherId = publisher();
       const s: TrackedSession = {

@@ -362,8 +362,8 @@ export class StreamRuntime {
     if (this.ending) return this.finish();
     if (this.publisherId === undefined) return; // waiting for the publisher: the window decides
     if (end.code === 0 && !end.requested) return this.startRun();
-    // A full or unwritable disk fails every restart too: end now, and say so.
-    const storage = this.deps.storageProblem?.();
+    // A full or unwritable disk, or this stream's folder alone, fails every restart too: end now, and say so.
+    const storage = this.storageProblem();
     if (storage) return void this.stop("storage unavailable", storage);
     if (this.failures >= MAX_PIPELINE_RESTARTS) return void this.stop("pipeline failed", describeExit(end, this.failures));
     const delay = restartDelayMs(this.failures);
@@ -431,9 +431,27 @@ export class StreamRuntime {
     void this.stop("pipeline too slow", `the transcode ran at ${ratio.toFixed(2)}x real time for ${SLOW_WINDOW_MS / 1000} s: the server is short of CPU for this ladder`);
   }
 
+  /** Why media cannot be written: the data directory's problem, or this stream's own folder's. */
+  private storageProblem(): string | undefined {
+    const shared = this.deps.storageProblem?.();
+    if (shared) return shared;
+    for (const r of this.info.renditions) {
+      const dir = path.join(this.info.hlsDir, String(r.index));
+      const probe = path.join(dir, `.probe-${process.pid}`);
+      try {
+        fs.mkdirSync(dir, { recursive: true });
+        fs.writeFileSync(probe, "");
+        fs.rmSync(probe, { force: true });
+      } catch (err) {
+        return `cannot write to the stream's media folder: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`;
+      }
+    }
+    return undefined;
+  }
+
   /** Something in this stream's media path threw: this session ends, no other. */
   private fault(err: unknown): void {
-    const storage = this.deps.storageProblem?.();
+    const storage = this.storageProblem();
     this.log.error({ err }, "live session failed inside its media path");
     void this.stop(storage ? "storage unavailable" : "internal error", storage ?? (err instanceof Error ? err.message : String(err)));
   }
