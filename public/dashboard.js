@@ -46,6 +46,17 @@
   }
   function status(text, cls) { return el("span", { class: "status " + (cls || ""), text: text }); }
 
+  // Live, reconnecting (the publisher left; the session waits for it) or idle, with the
+  // stream's health issues (isHealthy/issues) listed under it for the broadcaster to act on.
+  function streamState(s) {
+    var reconnecting = !s.isActive && s.issues && s.issues.some(function (i) { return i.indexOf("reconnecting") === 0; });
+    var badge = s.suspended ? status("suspended", "bad") : s.isActive ? status("live", "live") : reconnecting ? status("reconnecting", "bad") : status("idle");
+    if (s.isHealthy === null || s.isHealthy === undefined) return badge;
+    var health = s.isHealthy ? [status("healthy", "ok")] : (s.issues || []).map(function (i) { return el("li", { text: i }); });
+    return el("span", { class: "health" }, [badge, document.createTextNode(" "),
+      s.isHealthy ? health[0] : el("ul", { class: "issues" }, health)]);
+  }
+
   function renderStreams(streams) {
     rows(document.querySelector("#streams tbody"), streams.map(function (s) {
       var key = revealed[s.id]
@@ -55,7 +66,7 @@
             el("button", { type: "button", class: "reveal", text: "Show stream key", onclick: function () { revealed[s.id] = true; refresh(); } })]);
       return [
         el("span", { text: s.name }),
-        s.suspended ? status("suspended", "bad") : s.isActive ? status("live", "live") : status("idle"),
+        streamState(s),
         key,
         el("a", { href: "/play/" + encodeURIComponent(s.playbackId), text: "Watch" }),
       ];
