@@ -30,7 +30,8 @@ export async function startHarness(opts: { env?: Record<string, string>; dataDir
   const dataDir = opts.dataDir ?? tempDir("onair-ms-");
   const env = opts.env ?? {};
   const logs: string[] = [];
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", HLS_SEGMENT_SECONDS: "1", ...env });
+  // No reconnect window unless a test asks for one (a stream's reconnectWindow, or env).
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", HLS_SEGMENT_SECONDS: "1", RECONNECT_WINDOW_SECONDS: "0", ...env });
   const server = await startServer(config, createLogger("debug", { write: (line: string) => void logs.push(line) }));
   const key = server.firstUser?.apiKey ?? server.store.apiKeys.create(server.store.users.getOrCreate("admin").id);
   const api = apiClient(`http://127.0.0.1:${server.port}/api`, key);

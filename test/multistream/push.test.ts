@@ -120,6 +120,34 @@ describe("multistream pushes", () => {
     await waitFor("every ffmpeg to exit", () => h.server.processes.size === 0, 10_000);
   });
 
+  it("a publisher that drops and reconnects inside the window: the pushes resume on the same targets", async () => {
+    const first = await destination(startRtmpDestination, "before-drop");
+    const target = await createTarget(first, "resumes");
+    const s = (await h.api("POST", "/stream", { name: "blip", profiles: PROFILES, reconnectWindow: 30, multistream: { targets: [{ id: target.id, profile: "source" }] } })).body;
+    const dropped = publish(s.streamKey, 60);
+    await waitForEvent(target.id, "multistream.connected");
+    await waitFor("media at the destination", () => first.received() > 10_000, 10_000);
+    dropped.child.kill("SIGKILL");
+    await waitForEvent(target.id, "multistream.disconnected");
+    await first.exited;
+    // The destination takes a new connection on the same address, as a service's ingest does.
+    const second = await destination((d, n) => startRtmpDestination(d, n, first.port), "after-drop");
+    const back = publish(s.streamKey, 4);
+    await waitForEvent(target.id, "multistream.connected", 2);
+    expect((await back.exited).code).toBe(0);
+    await second.exited;
+    const sessions = (await h.api("GET", `/stream/${s.id}/sessions`)).body;
+    expect(sessions).toHaveLength(1);
+    const events = targetEvents(h.receiver, target.id);
+    expect(events.map((e) => e.event)).toEqual(["multistream.connected", "multistream.disconnected", "multistream.connected", "multistream.disconnected"]);
+    for (const e of events) expect(e.payload.sessionId).toBe(sessions[0].id);
+    const probed = await probe(second.file);
+    expect(probed.streams.find((x) => x.codec_type === "video")).toMatchObject({ codec_name: "h264", width: 320, height: 180 });
+    expect(probed.duration).toBeGreaterThan(2);
+    await h.api("DELETE", `/stream/${s.id}/terminate`);
+    await waitFor("every ffmpeg to exit", () => h.server.processes.size === 0, 10_000);
+  });
+
   it("an unreachable destination: multistream.error while HLS plays on; retried with back-off; a drop is error then disconnected", async () => {
     const port = await freePort(); // nothing listens there yet
     const key = "sk_live_unreachable_0123";
