@@ -108,6 +108,8 @@ export class StreamRuntime {
   /** The publisher feeding it now; undefined while it waits for one. */
   private publisherId: string | undefined;
   private pipeline: LivePipeline | undefined;
+  /** A superseded run (its publisher was replaced) finishing before the next one starts. */
+  private draining: LivePipeline | undefined;
   /** Pipelines started: each later one continues the playlists after a discontinuity. */
   private runs = 0;
   /** Restarts after a failure under the current publisher. */
@@ -208,7 +210,9 @@ export class StreamRuntime {
     if (!old) return this.startRun();
     // The previous run is still finishing what it had: let it go, then continue the playlists.
     this.pipeline = undefined;
+    this.draining = old;
     void old.stop(1000).then(() => {
+      if (this.draining === old) this.draining = undefined;
       if (this.publisherId === publisherId && !this.ending && !this.pipeline) this.startRun();
     });
   }
@@ -222,6 +226,7 @@ export class StreamRuntime {
     this.publisherId = undefined;
     if (refusal) return void this.stop("media refused", refusal);
     this.goIdle();
+    if (this.ending) return; // going idle could not be recorded: the session is ending instead
     // A restart that was waiting has no publisher to serve now.
     clearTimeout(this.restartTimer);
     this.restartTimer = undefined;
@@ -247,6 +252,8 @@ export class StreamRuntime {
     const publisherId = this.publisherId;
     this.publisherId = undefined;
     if (publisherId !== undefined) this.deps.disconnectPublisher(publisherId, refusalFor(this.ending.reason, this.ending.detail, this.stream.id));
+    // A run still draining must not write its playlists after they have ended.
+    if (this.draining) await this.draining.stop(2000);
     this.cancelRestart();
     if (this.pipeline) await this.pipeline.stop(2000);
     else this.finish();
