@@ -164,6 +164,8 @@ async function startOnair(dataDir: string, settings: Settings): Promise<Onair> {
     HLS_SEGMENT_SECONDS: String(settings.segmentSeconds),
     // The same ffmpeg for the server, the pushers and the bare baseline.
     FFMPEG_PATH: process.env.FFMPEG_PATH,
+    // This bench finds how many ladders the machine really holds: no admission budget.
+    TRANSCODE_BUDGET: "1000000",
   });
   const server = await startServer(config, createLogger("silent"));
   const apiKey = server.firstUser?.apiKey;

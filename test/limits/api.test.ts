@@ -137,7 +137,16 @@ describe("profile and target caps", () => {
 
 describe("the limit settings", () => {
   it("default to limits no normal client meets", () => {
-    expect(loadConfig({}).limits).toEqual({ apiRatePerSecond: 50, apiRateBurst: 100, maxProfilesPerStream: 10, maxTargetsPerStream: 10, maxLiveStreamsPerUser: 10 });
+    expect(loadConfig({}).limits).toEqual({
+      apiRatePerSecond: 50,
+      apiRateBurst: 100,
+      maxProfilesPerStream: 5,
+      maxTargetsPerStream: 10,
+      maxLiveStreamsPerUser: 10,
+      maxRenditionWidth: 1920,
+      maxRenditionHeight: 1080,
+      maxRenditionFps: 60,
+    });
   });
 
   it.each([
