@@ -1,4 +1,5 @@
-import type { SegmentCounters, SessionRecord, StreamRecord, TargetRecord, TargetRef, WebhookRecord } from "../db";
+import type { SessionRecord, StreamRecord, TargetRecord, TargetRef, WebhookRecord } from "../db";
+import type { SegmentCounters } from "../shapes";
 import type { SessionJson } from "./schemas/session";
 import type { StreamJson } from "./schemas/stream";
 import type { TargetJson } from "./schemas/target";

@@ -2,8 +2,8 @@
 
 import type { TargetRecord, TargetRef } from "../db";
 import type { EventTarget } from "../events";
-import type { Rendition } from "../media";
 import { variantPlaylist } from "../media";
+import type { Rendition } from "../shapes";
 import type { PushInput } from "./pushArgs";
 
 /** One push a live session should run. */

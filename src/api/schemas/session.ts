@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { listQuery, mediaCounters, profile, queryFlag } from "./common";
+import { profile } from "../../shapes";
+import { listQuery, mediaCounters, queryFlag } from "./common";
 
 export const sessionObject = z
   .object({

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { expected, listQuery, mediaCounters, profile, profiles, queryFlag, targetUrl } from "./common";
+import { expected, profile } from "../../shapes";
+import { listQuery, mediaCounters, profiles, queryFlag, targetUrl } from "./common";
 
 export const playbackPolicy = z
   .object({

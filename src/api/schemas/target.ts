@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { expected, targetUrl } from "./common";
+import { expected } from "../../shapes";
+import { targetUrl } from "./common";
 
 const targetName = z.string(expected("a string")).trim().min(1, "must not be empty").max(500);
 

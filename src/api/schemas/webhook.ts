@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { expected, httpUrl } from "./common";
+import { expected } from "../../shapes";
+import { httpUrl } from "./common";
 
 import { EVENT_NAMES, type EventName } from "../../events";
 
