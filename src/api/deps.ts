@@ -1,7 +1,7 @@
-import type { LiveRates } from "./present";
 import type { LimitSettings } from "../config";
 import type { Store } from "../db";
 import type { Logger } from "../log";
+import type { LiveRates } from "../shapes";
 
 /** What the API may ask of live sessions; it never touches ingest or ffmpeg itself. */
 export interface LiveControl {

@@ -1,7 +1,6 @@
 // Spec section 6: the eight events onair raises, and what each carries in `payload`.
 
-// Type-only: the stream's JSON shape is the API's; nothing of the API is loaded at run time.
-import type { StreamJson } from "../api/schemas/stream";
+import type { StreamJson } from "../shapes";
 
 export const EVENT_NAMES = [
   "stream.started",

@@ -1,8 +1,6 @@
-// presentStream is imported from its own file, not the api index: the api imports the event
-// catalog, and loading the whole api from here would make that a cycle.
-import { presentStream } from "../api/present";
 import type { Store, StreamRecord, TargetRef } from "../db";
 import type { Logger } from "../log";
+import { presentStream } from "../shapes";
 import { addDelivery } from "../webhooks";
 import type { EventSink, EventStream } from "./catalog";
 

@@ -5,7 +5,7 @@ import type { Logger } from "../log";
 import { renditionLadder } from "../media/ladder";
 import { LivePipeline } from "../media/livePipeline";
 import type { ProcessEnd, ProcessRegistry } from "../media/supervisedProcess";
-import type { LiveRates } from "../api/present";
+import type { LiveRates } from "../shapes";
 import { RateWindow, type LiveSessionMetrics, type Metrics } from "../metrics";
 import type { LiveSessionInfo, LiveSessionObserver } from "./observer";
 

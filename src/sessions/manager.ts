@@ -1,6 +1,6 @@
 import path from "node:path";
 import type { LiveControl } from "../api";
-import type { LiveRates } from "../api/present";
+import type { LiveRates } from "../shapes";
 import type { SessionRecord } from "../db";
 import type { IngestHandlers } from "../ingest";
 import { endPlaylists } from "../media";

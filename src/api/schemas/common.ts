@@ -72,15 +72,3 @@ export function parseUrl(v: string): URL | undefined {
 export function hostOf(v: string): string {
   return parseUrl(v)?.hostname ?? v;
 }
-
-/** What a stream and a session both report of their media: segment counters and live rates. */
-export const mediaCounters = {
-  sourceSegments: z.number(),
-  transcodedSegments: z.number(),
-  sourceSegmentsDuration: z.number().describe("seconds"),
-  transcodedSegmentsDuration: z.number().describe("seconds"),
-  sourceBytes: z.number(),
-  transcodedBytes: z.number(),
-  ingestRate: z.number().describe("bytes per second received from the publisher over the last 10 s; 0 when not live"),
-  outgoingRate: z.number().describe("bytes per second the pipeline wrote (every rendition) over the last 10 s; 0 when not live"),
-};

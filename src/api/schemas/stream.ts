@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { expected, profile } from "../../shapes";
-import { listQuery, mediaCounters, profiles, queryFlag, targetUrl } from "./common";
+import { expected } from "../../shapes";
+import { listQuery, profiles, queryFlag, targetUrl } from "./common";
 
 export const playbackPolicy = z
   .object({
@@ -77,29 +77,3 @@ export const streamListQuery = listQuery.extend({
   streamsonly: queryFlag,
   filters: z.string().max(10_000).optional().describe("URL-encoded JSON array of {id, value}"),
 });
-
-export const targetRef = z.object({ id: z.string(), profile: z.string(), videoOnly: z.boolean() });
-
-export const streamObject = z
-  .object({
-    id: z.string(),
-    kind: z.literal("stream"),
-    name: z.string(),
-    userId: z.string(),
-    createdAt: z.number(),
-    parentId: z.string().optional().describe("present only on historic child stream objects"),
-    streamKey: z.string().optional().describe("parent streams only"),
-    playbackId: z.string().optional(),
-    isActive: z.boolean(),
-    lastSeen: z.number(),
-    record: z.boolean(),
-    suspended: z.boolean(),
-    profiles: z.array(profile),
-    multistream: z.object({ targets: z.array(targetRef) }).optional(),
-    playbackPolicy: z.object({ type: z.literal("public") }).optional(),
-    ...mediaCounters,
-    lastTerminatedAt: z.number().nullable(),
-  })
-  .meta({ id: "Stream" });
-
-export type StreamJson = z.infer<typeof streamObject>;
