@@ -1,5 +1,6 @@
 import type { WebhookRecord } from "../db";
-import type { EventName, WebhookJson } from "./schemas/webhook";
+import type { EventName } from "../shapes";
+import type { WebhookJson } from "./schemas/webhook";
 
 // Webhook records → the JSON the API returns; the type comes from the response schema, so the
 // OpenAPI document and the bytes on the wire cannot drift apart. Streams, sessions and targets

@@ -1,10 +1,6 @@
 import { z } from "zod";
-import { expected } from "../../shapes";
+import { EVENT_NAMES, expected } from "../../shapes";
 import { httpUrl } from "./common";
-
-import { EVENT_NAMES, type EventName } from "../../events";
-
-export { EVENT_NAMES, type EventName };
 
 export const webhookBody = z
   .object({
