@@ -1,3 +1,3 @@
 export { createApp, apiRoutes, BODY_LIMIT_BYTES } from "./app";
-export type { ApiDeps, LiveControl } from "./deps";
+export type { ApiDeps } from "./deps";
 export { hlsUrl } from "./routes/playback";

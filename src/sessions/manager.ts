@@ -1,5 +1,5 @@
 import path from "node:path";
-import type { LiveControl } from "../api";
+import type { LiveControl } from "./control";
 import type { LiveRates } from "../shapes";
 import type { SessionRecord } from "../db";
 import type { IngestHandlers } from "../ingest";
