@@ -62,17 +62,19 @@ export function ffmpegVersion(ffmpeg: string): string {
 
 /**
  * A clip like a typical OBS output (H.264 ultrafast 2.5 Mb/s, 1 s keyframes, AAC), made once
- * per run and pushed in a loop: `<dir>/clip-<size><fps>.flv`.
+ * per run and pushed in a loop: `<dir>/clip-<size><fps>.flv` (`-<kbps>k` added for another
+ * video bitrate).
  */
-export function makeClip(ffmpeg: string, dir: string, clip: { size: string; fps: number; seconds: number }): Promise<string> {
-  const file = path.join(dir, `clip-${clip.size}p${clip.fps}.flv`);
+export function makeClip(ffmpeg: string, dir: string, clip: { size: string; fps: number; seconds: number; videoKbps?: number }): Promise<string> {
+  const kbps = clip.videoKbps ?? 2500;
+  const file = path.join(dir, `clip-${clip.size}p${clip.fps}${kbps === 2500 ? "" : `-${kbps}k`}.flv`);
   const args = [
     "-hide_banner", "-nostdin", "-loglevel", "error",
     "-f", "lavfi", "-i", `testsrc2=size=${clip.size}:rate=${clip.fps}`,
     "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
     "-t", String(clip.seconds),
     "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
-    "-b:v", "2500k", "-maxrate", "2500k", "-bufsize", "5000k",
+    "-b:v", `${kbps}k`, "-maxrate", `${kbps}k`, "-bufsize", `${2 * kbps}k`,
     "-g", String(clip.fps), "-keyint_min", String(clip.fps), "-sc_threshold", "0",
     "-c:a", "aac", "-b:a", "128k", "-ar", "48000", "-ac", "2",
     "-f", "flv", file,

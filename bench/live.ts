@@ -49,13 +49,13 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { loadConfig, type Config } from "../src/config";
-import type { Profile } from "../src/db";
 import { createLogger } from "../src/log";
-import { loadLadder, renditionLadder, type Rendition } from "../src/media/ladder";
+import { loadLadder, renditionLadder } from "../src/media/ladder";
 import { buildLiveArgs, variantDir, variantPlaylist } from "../src/media/liveArgs";
 import { AUDIO_BITRATE } from "../src/media/livePipeline";
 import { parseMediaPlaylist } from "../src/media/playlists";
 import { startServer, type RunningServer } from "../src/server";
+import type { Profile, Rendition } from "../src/shapes";
 import { Child, exitOnSignal, ffmpegVersion, fixed, formatTable, makeClip, median, positiveIntFromEnv, processCpuSeconds, running } from "./lib";
 
 /** Spec: a stream that is not live 20 s after its publisher started has failed. */

@@ -1,5 +1,3 @@
 export { createApp, apiRoutes, BODY_LIMIT_BYTES } from "./app";
-export type { ApiDeps, LiveControl } from "./deps";
-export { EVENT_NAMES, type EventName } from "./schemas/webhook";
+export type { ApiDeps } from "./deps";
 export { hlsUrl } from "./routes/playback";
-export { presentStream, presentSession } from "./present";

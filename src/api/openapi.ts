@@ -20,10 +20,44 @@ function schemaOrRef(schema: z.ZodType): JsonSchema {
   return id ? { $ref: REF_BASE + id } : toJson(schema);
 }
 
+/**
+ * The order of the document's components. The registry lists schemas in the order modules
+ * happen to load them: src/shapes loads before the API's own schemas, and in some processes
+ * before the API at all. So the order is fixed here, and the document stays the same byte for
+ * byte in every process. Ids not listed follow, in the registry's order.
+ */
+const COMPONENT_ORDER = [
+  "Error",
+  "Profile",
+  "PlaybackInfo",
+  "Session",
+  "PlaybackPolicy",
+  "MultistreamInput",
+  "NewStreamPayload",
+  "StreamPatchPayload",
+  "RecordPatchPayload",
+  "Stream",
+  "MultistreamTargetInput",
+  "MultistreamTargetPatchPayload",
+  "MultistreamTarget",
+  "MultistreamTargetCreated",
+  "WebhookLog",
+  "QueuedResend",
+  "WebhookInput",
+  "Webhook",
+];
+
+const componentRank = (id: string) => {
+  const i = COMPONENT_ORDER.indexOf(id);
+  return i < 0 ? COMPONENT_ORDER.length : i;
+};
+
 function componentSchemas(): Record<string, JsonSchema> {
   const all = z.toJSONSchema(z.globalRegistry, { io: "input", unrepresentable: "any", uri: (id) => REF_BASE + id });
   const out: Record<string, JsonSchema> = {};
-  for (const [id, schema] of Object.entries(all.schemas)) {
+  // A stable sort: ids not listed keep the registry's order among themselves.
+  const ordered = Object.entries(all.schemas).sort(([a], [b]) => componentRank(a) - componentRank(b));
+  for (const [id, schema] of ordered) {
     const { $schema: _s, $id: _i, ...rest } = schema as JsonSchema;
     out[id] = rest;
   }

@@ -1,5 +1,6 @@
 import path from "node:path";
 import { z } from "zod";
+import { MAX_RECONNECT_WINDOW_SECONDS } from "../shapes";
 
 // The operator interface of DESIGN.md: every setting comes from the environment, is read
 // once at start-up and validated here, so a bad value stops the service with a clear message
@@ -84,8 +85,6 @@ export interface LimitSettings {
   maxRenditionFps: number;
 }
 
-/** Highest RECONNECT_WINDOW_SECONDS and per-stream reconnectWindow: 30 minutes. */
-export const MAX_RECONNECT_WINDOW_SECONDS = 1800;
 
 export const DEFAULT_LIMITS: LimitSettings = {
   apiRatePerSecond: 50,

@@ -11,7 +11,7 @@ import { WebhookLogRepository } from "./repositories/webhookLog";
 import { WebhooksRepository } from "./repositories/webhooks";
 
 export * from "./types";
-export type { Db } from "./connection";
+export { statementCache, type Db } from "./connection";
 export type { PageRequest } from "./repositories/page";
 export type { StreamChanges, StreamFilters } from "./repositories/streams";
 export type { WebhookFields } from "./repositories/webhooks";

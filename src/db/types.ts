@@ -1,32 +1,9 @@
+import type { Profile, SegmentCounters } from "../shapes";
+
 // Domain records as the repositories return them (camelCase, booleans, parsed JSON).
-
-export type H264Profile = "H264Baseline" | "H264Main" | "H264High" | "H264ConstrainedHigh";
-
-export interface Profile {
-  name: string;
-  /** bits per second */
-  bitrate: number;
-  fps: number;
-  width: number;
-  height: number;
-  fpsDen?: number;
-  gop?: string;
-  profile?: H264Profile;
-  encoder?: "H.264";
-  quality?: number;
-}
 
 export interface PlaybackPolicy {
   type: "public";
-}
-
-export interface SegmentCounters {
-  sourceSegments: number;
-  transcodedSegments: number;
-  sourceSegmentsDuration: number;
-  transcodedSegmentsDuration: number;
-  sourceBytes: number;
-  transcodedBytes: number;
 }
 
 export interface StreamRecord extends SegmentCounters {

@@ -1,3 +1,2 @@
-export * from "./catalog";
-export { createEventSink, snapshotStream } from "./sink";
+export { createEventSink, snapshotStream, type EventSink } from "./sink";
 export { startEvents, type RunningEvents } from "./service";

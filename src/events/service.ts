@@ -4,8 +4,7 @@ import type { Logger } from "../log";
 import type { Metrics } from "../metrics";
 import { openQueue, redactUrl, type JobQueue, type QueueTuning } from "../queue";
 import { WEBHOOK_DELIVERY_QUEUE, WebhookDeliverer, type DeliveryJob } from "../webhooks";
-import type { EventSink } from "./catalog";
-import { createEventSink } from "./sink";
+import { createEventSink, type EventSink } from "./sink";
 
 /** How long a delivery in flight may take to finish at shutdown. */
 const SHUTDOWN_DELIVERY_GRACE_MS = 3000;

@@ -1,10 +1,17 @@
-// presentStream is imported from its own file, not the api index: the api imports the event
-// catalog, and loading the whole api from here would make that a cycle.
-import { presentStream } from "../api/present";
 import type { Store, StreamRecord, TargetRef } from "../db";
 import type { Logger } from "../log";
+import { presentStream, type EventName, type EventPayloads, type EventStream } from "../shapes";
 import { addDelivery } from "../webhooks";
-import type { EventSink, EventStream } from "./catalog";
+
+/** Where domain events go: the one way the rest of onair reports what happened to a stream. */
+export interface EventSink {
+  /**
+   * Records that `name` happened to the parent stream `streamId` now. Durable once it
+   * returns: each webhook registered for it will receive it, across restarts.
+   * Synchronous and cheap (one SQLite transaction); throws only if it could not record it.
+   */
+  raise<N extends EventName>(name: N, streamId: string, payload: EventPayloads[N]): void;
+}
 
 /** The stream as deliveries show it: the API's stream object without its key. */
 export function snapshotStream(stream: StreamRecord, targets: TargetRef[]): EventStream {

@@ -1,6 +1,7 @@
 export { locateFfmpeg, type FfmpegLocation } from "./ffmpegLocator";
 export { ProcessRegistry, spawnSupervised, type ProcessEnd, type SupervisedProcess } from "./supervisedProcess";
-export { loadLadder, renditionLadder, type Rendition } from "./ladder";
+export { loadLadder, renditionLadder } from "./ladder";
+export { LivePipeline } from "./livePipeline";
 export { buildLiveArgs, variantPlaylist } from "./liveArgs";
 export { endPlaylists, writeAtomically } from "./hlsFiles";
 export { buildMasterPlaylist, parseMediaPlaylist, withEndlist } from "./playlists";

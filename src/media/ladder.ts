@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import type { Profile } from "../db";
+import type { Profile, Rendition } from "../shapes";
 
 const LADDER_DIR = path.resolve(__dirname, "../../ffmpeg-profiles");
 
@@ -25,16 +25,6 @@ export function loadLadder(name = "default", dir = LADDER_DIR): Profile[] {
   const parsed = ladderFile.safeParse(JSON.parse(fs.readFileSync(file, "utf8")));
   if (!parsed.success) throw new Error(`${file}: ${parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`);
   return parsed.data.profiles;
-}
-
-/** What one output of the live pipeline is. */
-export interface Rendition {
-  /** Folder and variant index: `0`, `1`, … */
-  index: number;
-  /** The profile name, or `source` for passthrough. */
-  name: string;
-  /** null: copy the source as it is. */
-  encode: { width: number; height: number; fps: number; bitrate: number; gopFrames: number } | null;
 }
 
 /** H.264 in 4:2:0 needs even dimensions: a profile asking for 853x480 gets 852x480. */

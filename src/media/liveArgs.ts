@@ -1,5 +1,5 @@
 import path from "node:path";
-import type { Rendition } from "./ladder";
+import type { Rendition } from "../shapes";
 
 export interface LiveArgsInput {
   /** Where the pipeline pulls the published stream: the local RTMP server. */

@@ -1,9 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
-import type { SegmentCounters } from "../db";
+import type { Rendition, SegmentCounters } from "../shapes";
 import type { Logger } from "../log";
 import { audioCodecString, avcCodecFromSegment, parseInputStreams, type InputStreams } from "./codecs";
-import type { Rendition } from "./ladder";
 import { buildLiveArgs, variantDir, variantPlaylist, type LiveArgsInput } from "./liveArgs";
 import { writeAtomically } from "./hlsFiles";
 import { buildMasterPlaylist, parseMediaPlaylist, type Variant } from "./playlists";

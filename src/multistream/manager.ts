@@ -1,8 +1,9 @@
 import type { Store } from "../db";
-import type { EventName, EventSink, EventTarget } from "../events";
+import type { EventSink } from "../events";
 import type { Logger } from "../log";
 import type { ProcessRegistry } from "../media";
 import type { LiveSessionInfo, LiveSessionObserver } from "../sessions";
+import type { EventName, EventTarget } from "../shapes";
 import { diffPushes, planPushes, type PushSpec } from "./plan";
 import { TargetPush, type PushReport } from "./targetPush";
 

@@ -1,9 +1,8 @@
 // Which pushes a live session should have, and how to get there from the ones it has: pure.
 
 import type { TargetRecord, TargetRef } from "../db";
-import type { EventTarget } from "../events";
-import type { Rendition } from "../media";
 import { variantPlaylist } from "../media";
+import type { EventTarget, Rendition } from "../shapes";
 import type { PushInput } from "./pushArgs";
 
 /** One push a live session should run. */

@@ -1,6 +1,6 @@
-import type { EventTarget } from "../events";
 import type { Logger } from "../log";
 import { spawnSupervised, type ProcessEnd, type ProcessRegistry, type SupervisedProcess } from "../media";
+import type { EventTarget } from "../shapes";
 import { failuresAfter, retryDelayMs } from "./backoff";
 import { describePushFailure, redactDestination } from "./failure";
 import { buildPushArgs, progressShowsMedia, type PushInput } from "./pushArgs";

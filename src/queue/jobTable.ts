@@ -1,6 +1,5 @@
 import crypto from "node:crypto";
-import type { Db } from "../db";
-import { statementCache } from "../db/connection";
+import { statementCache, type Db } from "../db";
 import { ring } from "./doorbell";
 import type { NewJob } from "./types";
 

@@ -1,11 +1,11 @@
 import fs from "node:fs";
 import path from "node:path";
-import { presentSession, recordingUrls } from "../api/present";
 import type { Store } from "../db";
 import type { EventSink } from "../events";
 import type { Logger } from "../log";
 import { buildMasterPlaylist, parseMediaPlaylist, spawnSupervised, writeAtomically, type ProcessRegistry } from "../media";
 import { RetryLater, type Job } from "../queue";
+import { presentSession, recordingUrls } from "../shapes";
 import type { FinalizeJob } from "./recorder";
 import { bestVariant, buildMp4RemuxArgs, buildVodPlaylist } from "./vod";
 

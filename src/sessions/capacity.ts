@@ -1,4 +1,4 @@
-import type { Profile } from "../db";
+import type { Profile } from "../shapes";
 
 // Admission by capacity: each live stream's ladder costs the pixels per second it encodes, and
 // the node has a budget (TRANSCODE_BUDGET, megapixels per second). A publish whose ladder does

@@ -1,7 +1,7 @@
 import os from "node:os";
 import path from "node:path";
-import type { LiveControl } from "../api";
-import type { LiveRates } from "../api/present";
+import type { LiveControl } from "./control";
+import type { LiveRates } from "../shapes";
 import type { SessionRecord } from "../db";
 import { badName, rejected, type IngestHandlers, type Refusal } from "../ingest";
 import { endPlaylists } from "../media";

@@ -1,5 +1,5 @@
 import type { Logger } from "../log";
-import type { Rendition } from "../media/ladder";
+import type { Rendition } from "../shapes";
 
 export interface WrittenSegment {
   rendition: Rendition;

@@ -1,9 +1,9 @@
 import { EventEmitter, once } from "node:events";
 import { writeWhenStorageAllows, type Db, type DeliveryRecord, type EventRecord, type NewDelivery, type Store, type WebhookLogRecord } from "../db";
-import { buildDeliveryBody, type EventName, type RaisedEvent } from "../events/catalog";
 import type { Logger } from "../log";
 import type { Metrics } from "../metrics";
 import { enqueueJob, RetryLater, type Job } from "../queue";
+import { buildDeliveryBody, type EventName, type RaisedEvent } from "../shapes";
 import { judgeAttempt, nextRetryDelay, type RetrySchedule } from "./retry";
 import { WebhookSender, type SendResult } from "./send";
 import { signatureHeader } from "./signature";

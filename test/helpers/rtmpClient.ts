@@ -426,8 +426,8 @@ function isObject(value: Amf0Value | undefined): value is { [key: string]: Amf0V
 /**
  * One publishing connection. connect() does the handshake, connect and createStream;
  * publish() sends publish and returns the server's answer. Every onStatus is kept in
- * `statuses`, and nextStatus() hands them out in order. The socket is only ever closed by
- * close() or by the server, and no timer outlives the wait it bounds.
+ * `statuses`, and nextStatus() hands them out in order. The socket closes by close(), by the
+ * server, or on a failed connect() or a protocol error; no timer outlives the wait it bounds.
  */
 export class RtmpPublisher {
   /** Every onStatus received, in order. */
@@ -452,7 +452,7 @@ export class RtmpPublisher {
   private statusCursor = 0;
   private published = false;
   private isClosed = false;
-  /** Bytes received, for acknowledgements (spec 5.4.3: including the handshake, as librtmp counts). */
+  /** Bytes received, for acknowledgements: from the first byte, handshake included, as librtmp counts (spec 5.4.3 leaves it open). */
   private bytesReceived = 0;
   private lastAcknowledged = 0;
   /** The server's Window Acknowledgement Size: 0 until it sends one. */
@@ -500,7 +500,7 @@ export class RtmpPublisher {
    * true}` if the socket closes first; fails after the timeout.
    */
   publish(options: { type?: "live" | "record" | "append"; timeoutMs?: number } = {}): Promise<RtmpStatus | RtmpClosed> {
-    if (this.published) throw new Error("publish() was already called on this connection");
+    if (this.published) return Promise.reject(new Error("publish() was already called on this connection"));
     this.published = true;
     this.statusCursor = this.statuses.length;
     // spec 7.2.2.6: transaction id 0, a null command object, on the stream's own message stream

@@ -1,5 +1,6 @@
-import { buildDeliveryBody, EVENT_NAMES, snapshotStream, type RaisedEvent } from "../../src/events";
 import type { StreamRecord } from "../../src/db";
+import { snapshotStream } from "../../src/events";
+import { buildDeliveryBody, EVENT_NAMES, type RaisedEvent } from "../../src/shapes";
 
 const stream: StreamRecord = {
   seq: 1,

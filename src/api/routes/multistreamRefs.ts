@@ -1,5 +1,6 @@
 import type { z } from "zod";
-import type { Profile, Store, TargetRef } from "../../db";
+import type { Store, TargetRef } from "../../db";
+import type { Profile } from "../../shapes";
 import { notFound, unprocessable } from "../errors";
 import { hostOf } from "../schemas/common";
 import type { multistreamInput } from "../schemas/stream";

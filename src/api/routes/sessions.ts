@@ -1,10 +1,10 @@
+import { presentSession, sessionObject } from "../../shapes";
 import type { ApiDeps } from "../deps";
 import { notFound } from "../errors";
 import { decodeCursor } from "../pagination";
-import { presentSession } from "../present";
 import { route, type Route } from "../route";
 import { errorBody, listQuery } from "../schemas/common";
-import { parentSessionsQuery, sessionObject } from "../schemas/session";
+import { parentSessionsQuery } from "../schemas/session";
 import { pageResult } from "./listing";
 
 const TAG = "Sessions";

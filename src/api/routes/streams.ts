@@ -1,13 +1,13 @@
 import { DEFAULT_LIMITS, type LimitSettings } from "../../config";
 import type { StreamRecord } from "../../db";
+import { presentStream, streamObject } from "../../shapes";
 import type { ApiDeps } from "../deps";
 import { badRequest, notFound, notImplemented, unprocessable } from "../errors";
 import { parseStreamFilters } from "../filters";
 import { decodeCursor } from "../pagination";
-import { presentStream } from "../present";
 import { route, type Route } from "../route";
 import { errorBody } from "../schemas/common";
-import { playbackPolicy, recordPatchBody, streamCreateBody, streamListQuery, streamObject, streamPatchBody } from "../schemas/stream";
+import { playbackPolicy, recordPatchBody, streamCreateBody, streamListQuery, streamPatchBody } from "../schemas/stream";
 import type { z } from "zod";
 import { checkRefProfiles, resolveTargetRefs } from "./multistreamRefs";
 import { pageResult } from "./listing";

@@ -1,10 +1,10 @@
+import { presentTarget, targetCreatedObject, targetObject } from "../../shapes";
 import type { ApiDeps } from "../deps";
 import { badRequest, notFound } from "../errors";
 import { decodeCursor } from "../pagination";
-import { presentTarget } from "../present";
 import { route, type Route } from "../route";
 import { errorBody, hostOf, listQuery } from "../schemas/common";
-import { targetCreateBody, targetCreatedObject, targetObject, targetPatchBody } from "../schemas/target";
+import { targetCreateBody, targetPatchBody } from "../schemas/target";
 import { pageResult } from "./listing";
 
 const TAG = "Multistream targets";

@@ -1,12 +1,13 @@
 import type { z } from "zod";
 import type { WebhookFields } from "../../db";
+import { EVENT_NAMES } from "../../shapes";
 import type { ApiDeps } from "../deps";
 import { notFound } from "../errors";
 import { decodeCursor } from "../pagination";
 import { presentWebhook } from "../present";
 import { route, type Route } from "../route";
 import { errorBody, hostOf, listQuery } from "../schemas/common";
-import { EVENT_NAMES, webhookBody, webhookObject } from "../schemas/webhook";
+import { webhookBody, webhookObject } from "../schemas/webhook";
 import { pageResult } from "./listing";
 
 const TAG = "Webhooks";

@@ -1,37 +1,9 @@
 import { z } from "zod";
-
-/** Type errors say "is required" for an absent field, "must be <kind>" for a wrong one. */
-export const expected = (kind: string) => ({
-  error: (issue: { input?: unknown }) => (issue.input === undefined ? "is required" : `must be ${kind}`),
-});
+import { expected, profile } from "../../shapes";
 
 export const errorBody = z
   .object({ errors: z.array(z.string()) })
   .meta({ id: "Error", description: "Every error response: one or more human-readable messages." });
-
-const positiveInt = (what: string, max: number) =>
-  z
-    .number(expected("a number"))
-    .int("must be an integer")
-    .positive("must be positive")
-    .max(max, `must be at most ${max}`);
-
-export const H264_PROFILES = ["H264Baseline", "H264Main", "H264High", "H264ConstrainedHigh"] as const;
-
-export const profile = z
-  .object({
-    name: z.string().trim().min(1, "must not be empty").max(64, "must be at most 64 characters"),
-    bitrate: positiveInt("bitrate", 100_000_000).describe("bits per second"),
-    fps: positiveInt("fps", 240),
-    width: positiveInt("width", 7680),
-    height: positiveInt("height", 4320),
-    fpsDen: positiveInt("fpsDen", 1001).optional(),
-    gop: z.string().max(32).optional().describe("keyframe interval in seconds"),
-    profile: z.enum(H264_PROFILES).optional(),
-    encoder: z.literal("H.264").optional(),
-    quality: z.number().int().min(0).max(51).optional(),
-  })
-  .meta({ id: "Profile", description: "A rendition of the transcoding ladder." });
 
 // How many profiles a stream may have is a setting (MAX_PROFILES_PER_STREAM), checked by the
 // stream routes against the config, so this schema stays static for the OpenAPI document.
@@ -100,15 +72,3 @@ export function parseUrl(v: string): URL | undefined {
 export function hostOf(v: string): string {
   return parseUrl(v)?.hostname ?? v;
 }
-
-/** What a stream and a session both report of their media: segment counters and live rates. */
-export const mediaCounters = {
-  sourceSegments: z.number(),
-  transcodedSegments: z.number(),
-  sourceSegmentsDuration: z.number().describe("seconds"),
-  transcodedSegmentsDuration: z.number().describe("seconds"),
-  sourceBytes: z.number(),
-  transcodedBytes: z.number(),
-  ingestRate: z.number().describe("bytes per second received from the publisher over the last 10 s; 0 when not live"),
-  outgoingRate: z.number().describe("bytes per second the pipeline wrote (every rendition) over the last 10 s; 0 when not live"),
-};

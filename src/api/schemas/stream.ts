@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { MAX_RECONNECT_WINDOW_SECONDS } from "../../config";
-import { expected, listQuery, mediaCounters, profile, profiles, queryFlag, targetUrl } from "./common";
+import { expected, reconnectWindow } from "../../shapes";
+import { listQuery, profiles, queryFlag, targetUrl } from "./common";
 
 export const playbackPolicy = z
   .object({
@@ -41,15 +41,6 @@ export const multistreamInput = z
   })
   .meta({ id: "MultistreamInput", description: "The stream's multistream target references, as a whole." });
 
-/** onair's extension (like Mux's reconnect_window): seconds a session waits for its publisher to come back. */
-const reconnectWindow = z
-  .number(expected("a number"))
-  .int("must be a whole number of seconds")
-  .min(0, "must be at least 0")
-  .max(MAX_RECONNECT_WINDOW_SECONDS, `must be at most ${MAX_RECONNECT_WINDOW_SECONDS} seconds`)
-  .nullable()
-  .describe("onair: seconds the live session waits for its publisher to reconnect (0 ends it at once; null: the server's RECONNECT_WINDOW_SECONDS, 30 by default)");
-
 const streamName = z
   .string(expected("a string"))
   .trim()
@@ -88,32 +79,3 @@ export const streamListQuery = listQuery.extend({
   streamsonly: queryFlag,
   filters: z.string().max(10_000).optional().describe("URL-encoded JSON array of {id, value}"),
 });
-
-export const targetRef = z.object({ id: z.string(), profile: z.string(), videoOnly: z.boolean() });
-
-export const streamObject = z
-  .object({
-    id: z.string(),
-    kind: z.literal("stream"),
-    name: z.string(),
-    userId: z.string(),
-    createdAt: z.number(),
-    parentId: z.string().optional().describe("present only on historic child stream objects"),
-    streamKey: z.string().optional().describe("parent streams only"),
-    playbackId: z.string().optional(),
-    isActive: z.boolean(),
-    lastSeen: z.number(),
-    record: z.boolean(),
-    suspended: z.boolean(),
-    profiles: z.array(profile),
-    multistream: z.object({ targets: z.array(targetRef) }).optional(),
-    playbackPolicy: z.object({ type: z.literal("public") }).optional(),
-    ...mediaCounters,
-    lastTerminatedAt: z.number().nullable(),
-    isHealthy: z.boolean().nullable().describe("while a session is open: false when `issues` lists a problem; null otherwise"),
-    issues: z.array(z.string()).nullable().describe("what makes the live stream unhealthy, for a broadcaster to act on; null when not live"),
-    reconnectWindow: reconnectWindow.optional(),
-  })
-  .meta({ id: "Stream" });
-
-export type StreamJson = z.infer<typeof streamObject>;

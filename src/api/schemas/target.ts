@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { expected, targetUrl } from "./common";
+import { expected } from "../../shapes";
+import { targetUrl } from "./common";
 
 const targetName = z.string(expected("a string")).trim().min(1, "must not be empty").max(500);
 
@@ -18,19 +19,3 @@ export const targetPatchBody = z
     disabled: z.boolean(expected("a boolean")).optional(),
   })
   .meta({ id: "MultistreamTargetPatchPayload" });
-
-export const targetObject = z
-  .object({
-    id: z.string(),
-    userId: z.string(),
-    name: z.string(),
-    disabled: z.boolean(),
-    createdAt: z.number(),
-  })
-  .meta({ id: "MultistreamTarget", description: "The url is never returned after create." });
-
-export const targetCreatedObject = targetObject
-  .extend({ url: z.string() })
-  .meta({ id: "MultistreamTargetCreated", description: "The create response: the only one carrying url." });
-
-export type TargetJson = z.infer<typeof targetObject>;

@@ -1,9 +1,6 @@
 import { z } from "zod";
-import { expected, httpUrl } from "./common";
-
-import { EVENT_NAMES, type EventName } from "../../events";
-
-export { EVENT_NAMES, type EventName };
+import { EVENT_NAMES, expected } from "../../shapes";
+import { httpUrl } from "./common";
 
 export const webhookBody = z
   .object({

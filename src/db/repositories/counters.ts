@@ -1,4 +1,4 @@
-import type { SegmentCounters } from "../types";
+import type { SegmentCounters } from "../../shapes";
 
 /** The segment counter columns that streams and sessions rows both carry. */
 export interface CounterColumns {

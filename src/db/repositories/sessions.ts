@@ -1,7 +1,8 @@
 import { statementCache, type Db } from "../connection";
 import { countersOf, type CounterColumns } from "./counters";
 import { newId } from "../ids";
-import type { Page, Profile, RecordingStatus, SegmentCounters, SessionRecord, StreamRecord } from "../types";
+import type { Profile, SegmentCounters } from "../../shapes";
+import type { Page, RecordingStatus, SessionRecord, StreamRecord } from "../types";
 import { selectPage, type PageRequest } from "./page";
 
 interface Row extends CounterColumns {

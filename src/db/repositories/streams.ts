@@ -1,7 +1,8 @@
 import { statementCache, type Db } from "../connection";
 import { countersOf, type CounterColumns } from "./counters";
 import { newId, newPlaybackId, newStreamKey, secretsEqual, sha256Hex } from "../ids";
-import type { Page, PlaybackPolicy, Profile, StreamRecord } from "../types";
+import type { Profile } from "../../shapes";
+import type { Page, PlaybackPolicy, StreamRecord } from "../types";
 import { selectPage, type PageRequest } from "./page";
 
 interface Row extends CounterColumns {

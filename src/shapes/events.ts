@@ -1,7 +1,7 @@
-// Spec section 6: the eight events onair raises, and what each carries in `payload`.
+// Spec section 6: the eight events onair raises, what each carries in `payload`, and the body
+// a webhook receives.
 
-// Type-only: the stream's JSON shape is the API's; nothing of the API is loaded at run time.
-import type { StreamJson } from "../api/schemas/stream";
+import type { StreamJson } from "./stream";
 
 export const EVENT_NAMES = [
   "stream.started",
@@ -32,16 +32,6 @@ export interface EventPayloads {
   "multistream.connected": { sessionId: string; target: EventTarget };
   "multistream.error": { sessionId: string; target: EventTarget; error: string };
   "multistream.disconnected": { sessionId: string; target: EventTarget };
-}
-
-/** Where domain events go: the one way the rest of onair reports what happened to a stream. */
-export interface EventSink {
-  /**
-   * Records that `name` happened to the parent stream `streamId` now. Durable once it
-   * returns: each webhook registered for it will receive it, across restarts.
-   * Synchronous and cheap (one SQLite transaction); throws only if it could not record it.
-   */
-  raise<N extends EventName>(name: N, streamId: string, payload: EventPayloads[N]): void;
 }
 
 /**

@@ -1,0 +1,21 @@
+// Shared shapes: the data every layer speaks of (profiles, renditions, counters, event names
+// and payloads, the stream/session/target JSON views). Below every other folder: it imports
+// nothing of src/, so the API, events, recordings, sessions and media can all use it.
+
+export { expected } from "./messages";
+export { profile, type Profile } from "./profile";
+export type { Rendition } from "./rendition";
+export type { LiveRates, SegmentCounters } from "./counters";
+export { MAX_RECONNECT_WINDOW_SECONDS, presentStream, reconnectWindow, streamObject, type LiveHealth, type StoredStream, type StreamJson } from "./stream";
+export { presentSession, recordingUrls, sessionObject, type SessionJson, type StoredSession } from "./session";
+export { presentTarget, targetCreatedObject, targetObject, type StoredTarget, type TargetJson } from "./target";
+export {
+  buildDeliveryBody,
+  EVENT_NAMES,
+  type DeliveryBody,
+  type EventName,
+  type EventPayloads,
+  type EventStream,
+  type EventTarget,
+  type RaisedEvent,
+} from "./events";

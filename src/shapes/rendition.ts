@@ -1,0 +1,9 @@
+/** What one output of the live pipeline is. */
+export interface Rendition {
+  /** Folder and variant index: `0`, `1`, … */
+  index: number;
+  /** The profile name, or `source` for passthrough. */
+  name: string;
+  /** null: copy the source as it is. */
+  encode: { width: number; height: number; fps: number; bitrate: number; gopFrames: number } | null;
+}

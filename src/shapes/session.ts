@@ -1,0 +1,85 @@
+import { z } from "zod";
+import { mediaCounterFields, mediaCounters, NO_RATE, type LiveRates, type SegmentCounters } from "./counters";
+import { profile, type Profile } from "./profile";
+
+// The session object: what the API returns and what recording.ready carries.
+
+export const sessionObject = z
+  .object({
+    id: z.string(),
+    kind: z.literal("session"),
+    userId: z.string(),
+    name: z.string(),
+    parentId: z.string(),
+    playbackId: z.string().optional(),
+    createdAt: z.number(),
+    lastSeen: z.number(),
+    isActive: z.boolean().describe("true while the session is live"),
+    record: z.boolean(),
+    profiles: z.array(profile),
+    ...mediaCounterFields,
+    recordingStatus: z.enum(["waiting", "ready", "failed", "deleted", "none"]).optional(),
+    recordingUrl: z.string().optional().describe("HLS playlist of the recording"),
+    mp4Url: z.string().optional(),
+    mp4URL: z.string().optional().describe("same as mp4Url"),
+    recordingError: z.string().optional().describe("why a recording failed"),
+    endReason: z
+      .string()
+      .optional()
+      .describe('why the live session ended, once it has: "publisher left", "suspended", "pipeline failed: …", "storage unavailable: …"'),
+  })
+  .meta({ id: "Session" });
+
+export type SessionJson = z.infer<typeof sessionObject>;
+
+/** What presentSession reads of a stored session (the database's session record has all of it). */
+export interface StoredSession extends SegmentCounters {
+  id: string;
+  userId: string;
+  parentId: string;
+  name: string;
+  playbackId: string | null;
+  createdAt: number;
+  endedAt: number | null;
+  lastSeen: number;
+  record: boolean;
+  profiles: Profile[];
+  recordingStatus: SessionJson["recordingStatus"] | null;
+  recordingError: string | null;
+  endReason: string | null;
+}
+
+export function recordingUrls(publicUrl: string, sessionId: string) {
+  return {
+    recordingUrl: `${publicUrl}/recordings/${sessionId}/index.m3u8`,
+    mp4Url: `${publicUrl}/recordings/${sessionId}/output.mp4`,
+  };
+}
+
+export function presentSession(s: StoredSession, publicUrl: string, rates: LiveRates = NO_RATE): SessionJson {
+  const recording: Partial<SessionJson> = {};
+  if (s.record && s.recordingStatus) {
+    recording.recordingStatus = s.recordingStatus;
+    if (s.recordingStatus === "failed" && s.recordingError) recording.recordingError = s.recordingError;
+    if (s.recordingStatus === "ready") {
+      const urls = recordingUrls(publicUrl, s.id);
+      Object.assign(recording, { recordingUrl: urls.recordingUrl, mp4Url: urls.mp4Url, mp4URL: urls.mp4Url });
+    }
+  }
+  return {
+    id: s.id,
+    kind: "session",
+    userId: s.userId,
+    name: s.name,
+    parentId: s.parentId,
+    ...(s.playbackId ? { playbackId: s.playbackId } : {}),
+    createdAt: s.createdAt,
+    lastSeen: s.lastSeen,
+    isActive: s.endedAt === null,
+    record: s.record,
+    profiles: s.profiles,
+    ...mediaCounters(s, rates),
+    ...recording,
+    ...(s.endedAt !== null && s.endReason ? { endReason: s.endReason } : {}),
+  };
+}

@@ -1,0 +1,98 @@
+import { z } from "zod";
+import { mediaCounterFields, mediaCounters, NO_RATE, type LiveRates, type SegmentCounters } from "./counters";
+import { expected } from "./messages";
+import { profile, type Profile } from "./profile";
+
+// The stream object: what the API returns and what every webhook delivery carries (without
+// its key). The type comes from the schema, so the OpenAPI document and the bytes on the wire
+// cannot drift apart.
+
+/** Highest RECONNECT_WINDOW_SECONDS and per-stream reconnectWindow: 30 minutes. */
+export const MAX_RECONNECT_WINDOW_SECONDS = 1800;
+
+/** onair's extension (like Mux's reconnect_window): seconds a session waits for its publisher to come back. */
+export const reconnectWindow = z
+  .number(expected("a number"))
+  .int("must be a whole number of seconds")
+  .min(0, "must be at least 0")
+  .max(MAX_RECONNECT_WINDOW_SECONDS, `must be at most ${MAX_RECONNECT_WINDOW_SECONDS} seconds`)
+  .nullable()
+  .describe("onair: seconds the live session waits for its publisher to reconnect (0 ends it at once; null: the server's RECONNECT_WINDOW_SECONDS, 30 by default)");
+
+/** Livepeer's isHealthy and issues, while a stream has an open session (live or reconnecting). */
+export interface LiveHealth {
+  isHealthy: boolean;
+  issues: string[];
+}
+
+export const targetRef = z.object({ id: z.string(), profile: z.string(), videoOnly: z.boolean() });
+
+export const streamObject = z
+  .object({
+    id: z.string(),
+    kind: z.literal("stream"),
+    name: z.string(),
+    userId: z.string(),
+    createdAt: z.number(),
+    parentId: z.string().optional().describe("present only on historic child stream objects"),
+    streamKey: z.string().optional().describe("parent streams only"),
+    playbackId: z.string().optional(),
+    isActive: z.boolean(),
+    lastSeen: z.number(),
+    record: z.boolean(),
+    suspended: z.boolean(),
+    profiles: z.array(profile),
+    multistream: z.object({ targets: z.array(targetRef) }).optional(),
+    playbackPolicy: z.object({ type: z.literal("public") }).optional(),
+    ...mediaCounterFields,
+    lastTerminatedAt: z.number().nullable(),
+    isHealthy: z.boolean().nullable().describe("while a session is open: false when `issues` lists a problem; null otherwise"),
+    issues: z.array(z.string()).nullable().describe("what makes the live stream unhealthy, for a broadcaster to act on; null when not live"),
+    reconnectWindow: reconnectWindow.optional(),
+  })
+  .meta({ id: "Stream" });
+
+export type StreamJson = z.infer<typeof streamObject>;
+
+/** What presentStream reads of a stored stream (the database's stream record has all of it). */
+export interface StoredStream extends SegmentCounters {
+  id: string;
+  userId: string;
+  parentId: string | null;
+  name: string;
+  streamKey: string | null;
+  playbackId: string | null;
+  createdAt: number;
+  isActive: boolean;
+  lastSeen: number;
+  record: boolean;
+  suspended: boolean;
+  profiles: Profile[];
+  playbackPolicy: { type: "public" } | null;
+  lastTerminatedAt: number | null;
+  reconnectWindow: number | null;
+}
+
+export function presentStream(s: StoredStream, targets: z.infer<typeof targetRef>[], rates: LiveRates = NO_RATE, health?: LiveHealth): StreamJson {
+  const isChild = s.parentId !== null;
+  return {
+    id: s.id,
+    kind: "stream",
+    name: s.name,
+    userId: s.userId,
+    createdAt: s.createdAt,
+    ...(isChild ? { parentId: s.parentId! } : { streamKey: s.streamKey!, playbackId: s.playbackId! }),
+    isActive: s.isActive,
+    lastSeen: s.lastSeen,
+    record: s.record,
+    suspended: s.suspended,
+    profiles: s.profiles,
+    ...(isChild ? {} : { multistream: { targets } }),
+    ...(s.playbackPolicy ? { playbackPolicy: { type: "public" as const } } : {}),
+    ...mediaCounters(s, rates),
+    lastTerminatedAt: s.lastTerminatedAt,
+    isHealthy: health?.isHealthy ?? null,
+    issues: health?.issues ?? null,
+    ...(isChild ? {} : { reconnectWindow: s.reconnectWindow }),
+  };
+}
