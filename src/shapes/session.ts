@@ -14,7 +14,7 @@ export const sessionObject = z
     playbackId: z.string().optional(),
     createdAt: z.number(),
     lastSeen: z.number(),
-    isActive: z.boolean().describe("true while the session is live"),
+    isActive: z.boolean().describe("true while the session is open: live, or waiting inside its reconnect window for the publisher to come back"),
     record: z.boolean(),
     profiles: z.array(profile),
     ...mediaCounterFields,

@@ -79,7 +79,11 @@ describe("RTMP ingest", () => {
     await waitFor("isActive false", async () => !(await getStream(s.id)).isActive, 3000, 50);
     expect(Date.now() - leftAt).toBeLessThan(3000);
 
-    const sessions = (await api("GET", `/stream/${s.id}/sessions`)).body;
+    // The session closes once its pipeline has finished the last segments (no reconnect window here).
+    const sessions = await waitFor("the session closed", async () => {
+      const list = (await api("GET", `/stream/${s.id}/sessions`)).body;
+      return list[0]?.isActive === false ? list : undefined;
+    }, 5000);
     expect(sessions).toHaveLength(1);
     expect(sessions[0]).toMatchObject({ parentId: s.id, isActive: false, profiles: PROFILES });
     expect(sessions[0].sourceSegmentsDuration).toBeGreaterThan(4.5);
