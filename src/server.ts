@@ -125,7 +125,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     registry: processes,
     ffmpegPath: ffmpeg?.path,
     hlsDir,
-    rtmpInputUrl: (key) => `rtmp://${rtmpHost.includes(":") ? `[${rtmpHost}]` : rtmpHost}:${rtmpPort}/${INGEST_APP}/${key}`,
+    rtmpInputUrl: (alias) => `rtmp://${rtmpHost.includes(":") ? `[${rtmpHost}]` : rtmpHost}:${rtmpPort}/${INGEST_APP}/${alias}`,
     segmentSeconds: config.hlsSegmentSeconds,
     listSize: config.hlsListSize,
     disconnectPublisher: (id, refusal) => ingest?.disconnect(id, refusal),

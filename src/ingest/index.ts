@@ -5,6 +5,7 @@ export {
   streamKeyFromPath,
   badName,
   rejected,
+  type Admission,
   type IngestHandlers,
   type IngestOptions,
   type PublisherStats,

@@ -30,6 +30,7 @@ interface NmsSession {
   isPlaying: boolean;
   isIdling: boolean;
   playStreamPath: string;
+  publishStreamPath: string;
   /** The RTMP message being handled: the media tag handlers read their payload from it. */
   parserPacket: { payload: Buffer; header: { length: number }; clock: number };
   rtmpVideoHandler(): void;
@@ -107,13 +108,20 @@ export interface PublisherStats extends PublishStatsView {
   bytesRead: number;
 }
 
+/**
+ * An admitted publish carries the stream's internal name: the local RTMP path it is published
+ * under (`/live/<alias>`), which the pipeline and pushes read. The stream key, a secret, then
+ * appears in no command line (`ps` shows every argv to every local user).
+ */
+export type Admission = { refusal: Refusal } | { alias: string };
+
 export interface IngestHandlers {
   /**
    * Decides on a publish while the publisher waits: undefined accepts. Must be synchronous:
    * 2.7.4 only honours a reject made right away, and a refusal after NetStream.Publish.Start
    * looks to OBS like a dropped connection, which it retries for ever.
    */
-  admit(streamKey: string, publisherId: string): Refusal | undefined;
+  admit(streamKey: string, publisherId: string): Admission;
   /** The publish sends media onair takes: hand it to its stream. A refusal disconnects it. */
   onPublishStart(publisherId: string, streamKey: string): Refusal | undefined;
   /** The publisher left, or (`refusal`) was refused for what it sent after its start. */
@@ -155,6 +163,8 @@ export class RtmpIngest {
   private readonly ours = new Map<string, NmsSession>();
   /** When each connection of ours was accepted (idle connections are dropped). */
   private readonly acceptedAt = new Map<string, number>();
+  /** Stream keys of publishes admitted in prePublish, until their postPublish. */
+  private readonly admitted = new Map<string, string>();
   /** Admitted publishes, by publisher (connection) id. */
   private readonly publishes = new Map<string, Publish>();
   private readonly listeners: [string, (...args: string[]) => void][] = [];
@@ -168,9 +178,10 @@ export class RtmpIngest {
 
   async listen(port: number, host: string): Promise<number> {
     this.on("prePublish", (id: string, streamPath: string) => this.prePublish(id, streamPath));
-    this.on("postPublish", (id: string, streamPath: string) => {
-      const key = this.ours.has(id) ? streamKeyFromPath(streamPath) : undefined;
-      if (!key) return;
+    this.on("postPublish", (id: string) => {
+      const key = this.admitted.get(id);
+      this.admitted.delete(id);
+      if (!key || !this.ours.has(id)) return;
       // The session starts once the first tags show H.264 and AAC (see mediaCheck.ts).
       const publish: Publish = { streamKey: key, started: false, timers: [], stats: new PublishStats(Date.now()), samples: [] };
       publish.timers.push(setTimeout(() => this.refuse(id, `no video received within ${FIRST_VIDEO_TIMEOUT_MS / 1000} s of the publish`), FIRST_VIDEO_TIMEOUT_MS));
@@ -182,6 +193,7 @@ export class RtmpIngest {
     });
     this.on("prePlay", (id: string) => this.prePlay(id));
     this.on("doneConnect", (id: string) => {
+      this.admitted.delete(id);
       const publish = this.endPublish(id);
       if (publish?.started) this.handlers.onPublishEnd(id);
       this.ours.delete(id);
@@ -260,18 +272,24 @@ export class RtmpIngest {
     const session = this.ours.get(id);
     if (!session) return;
     const key = streamKeyFromPath(streamPath);
-    const refusal = key === undefined ? badName(`publish to ${INGEST_APP}/<stream key> only`) : this.handlers.admit(key, id);
-    if (refusal !== undefined) {
+    const admission = key === undefined ? { refusal: badName(`publish to ${INGEST_APP}/<stream key> only`) } : this.handlers.admit(key, id);
+    if ("refusal" in admission) {
+      const { refusal } = admission;
       // The key itself is a secret: never logged.
       this.log.info({ publisherId: id, ip: session.ip, reason: refusal.reason, status: refusal.status }, "publish refused");
       this.sendRefusal(session, refusal);
       session.reject();
       return;
     }
+    // Published under its internal name (node-media-server registers the path this handler
+    // leaves on the session); the key is remembered for postPublish.
+    const localPath = `/${INGEST_APP}/${admission.alias}`;
+    session.publishStreamPath = localPath;
+    this.admitted.set(id, key!);
     // The newest authenticated publisher wins: one still holding the stream (a half-open
     // connection, an encoder that reconnected before its old socket died) makes room, so an
     // encoder recovering from a dead uplink is never locked out of its own key.
-    const holderId = nmsContext.publishers.get(streamPath);
+    const holderId = nmsContext.publishers.get(localPath);
     const holder = holderId !== undefined && holderId !== id ? this.ours.get(holderId) : undefined;
     if (holder) {
       this.log.warn({ publisherId: id, replaced: holderId, ip: session.ip }, "a new publisher takes over the stream: the previous one is disconnected");

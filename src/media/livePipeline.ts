@@ -93,7 +93,8 @@ export class LivePipeline {
     this.process = spawnSupervised(this.o.registry, {
       command: this.o.ffmpegPath,
       args: buildLiveArgs({ ...this.o, audioBitrate: AUDIO_BITRATE, resume: this.o.resumeFrom !== undefined }),
-      log: withoutStreamKey(this.o.log, this.o.inputUrl),
+      // The input is the stream's internal name on the local RTMP server, never its key.
+      log: this.o.log,
       name: "ffmpeg live",
       onStderrLine: (line) => {
         if (this.inputLog.length < 20_000) this.inputLog += line + "\n";
@@ -222,13 +223,6 @@ export class LivePipeline {
     this.guard(() => this.o.onEnded(end));
   }
 
-}
-
-/** The input URL ends with the stream key, a secret: logged command lines and errors omit it. */
-function withoutStreamKey(log: Logger, inputUrl: string): Logger {
-  const safe = inputUrl.replace(/[^/]+$/, "<streamKey>");
-  const redact = (text: string) => text.split(inputUrl).join(safe);
-  return log.child({}, { serializers: { args: (v: unknown) => redact(String(v)), stderrTail: (v: string[]) => v.map(redact) } });
 }
 
 function fileSize(file: string): number {

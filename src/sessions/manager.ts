@@ -3,7 +3,7 @@ import path from "node:path";
 import type { LiveControl } from "./control";
 import type { LiveRates } from "../shapes";
 import type { SessionRecord } from "../db";
-import { badName, rejected, type IngestHandlers, type Refusal } from "../ingest";
+import { badName, rejected, type Admission, type IngestHandlers, type Refusal } from "../ingest";
 import { endPlaylists } from "../media";
 import { PipelineBreaker } from "./breaker";
 import { defaultTranscodeBudget, ladderCost, refuseForCapacity } from "./capacity";
@@ -40,7 +40,15 @@ export class SessionManager implements IngestHandlers, LiveControl {
     return this.byStream.size;
   }
 
-  admit(streamKey: string): Refusal | undefined {
+  admit(streamKey: string): Admission {
+    const refusal = this.refusal(streamKey);
+    if (refusal) return { refusal };
+    // Admitted: published locally under the stream id (no secret in any command line).
+    return { alias: this.deps.store.streams.getByStreamKey(streamKey)!.id };
+  }
+
+  /** Why a publish of this key is refused now; undefined when it may go on. */
+  private refusal(streamKey: string): Refusal | undefined {
     if (this.shuttingDown) return rejected("the server is shutting down: reconnect in a moment");
     if (!this.deps.ffmpegPath) return rejected("ffmpeg is not available on this server");
     const stream = this.deps.store.streams.getByStreamKey(streamKey);
@@ -70,7 +78,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
   onPublishStart(publisherId: string, streamKey: string): Refusal | undefined {
     // Admitted at the publish command; its first video tag came since, and with it perhaps a
     // suspend, a delete or a cap reached: ask again.
-    const refusal = this.admit(streamKey);
+    const refusal = this.refusal(streamKey);
     if (refusal) return refusal;
     const stream = this.deps.store.streams.getByStreamKey(streamKey)!;
     const current = this.byStream.get(stream.id);
@@ -86,7 +94,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
     void current.closed.then(() => {
       if (this.successors.get(stream.id) !== publisherId) return; // it left while waiting
       this.successors.delete(stream.id);
-      const late = this.admit(streamKey) ?? this.begin(stream.id, publisherId);
+      const late = this.refusal(streamKey) ?? this.begin(stream.id, publisherId);
       if (late) this.deps.disconnectPublisher(publisherId, late);
     });
     return undefined;

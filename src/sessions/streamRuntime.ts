@@ -18,8 +18,8 @@ export interface StreamRuntimeDeps {
   registry: ProcessRegistry;
   ffmpegPath: string;
   hlsDir: string;
-  /** Where the pipeline pulls a published stream from the local RTMP server. */
-  rtmpInputUrl(streamKey: string): string;
+  /** Where the pipeline pulls a published stream from the local RTMP server, by its internal name (the stream id). */
+  rtmpInputUrl(alias: string): string;
   segmentSeconds: number;
   listSize: number;
   /** Disconnects a publisher, telling it why when there is a refusal. */
@@ -153,7 +153,7 @@ export class StreamRuntime {
       playbackId: stream.playbackId!,
       hlsDir: path.join(deps.hlsDir, stream.playbackId!),
       renditions: renditionLadder(this.session.profiles, deps.segmentSeconds),
-      sourceUrl: deps.rtmpInputUrl(stream.streamKey!),
+      sourceUrl: deps.rtmpInputUrl(stream.id),
       log: this.log,
     };
     this.outgoingRate.add(Date.now(), 0);
