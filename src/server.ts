@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
@@ -15,6 +16,9 @@ import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, typ
 import { finalizeHandler, FINALIZE_QUEUE, Recorder, startRetention, type FinalizeJob } from "./recordings";
 import { SessionManager } from "./sessions";
 import { startWebhookHistoryRetention, WEBHOOK_DELIVERY_QUEUE } from "./webhooks";
+
+/** Where the first start keeps the first API key, readable by the operator only (0600). */
+export const FIRST_KEY_FILE = "first-api-key";
 
 export interface RunningServer {
   store: Store;
@@ -45,7 +49,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   if (store.users.count() === 0) {
     const user = store.users.getOrCreate("admin");
     firstUser = { name: user.name, apiKey: store.apiKeys.create(user.id) };
-    log.info({ userId: user.id }, "empty data directory: created the first user and API key");
+    // Also kept where only the operator can read it: the banner scrolls away, a log collector
+    // keeps it for anyone who reads logs. Never written to the log itself.
+    const keyFile = path.join(config.dataDir, FIRST_KEY_FILE);
+    fs.writeFileSync(keyFile, firstUser.apiKey + "\n", { mode: 0o600 });
+    log.info({ userId: user.id, keyFile }, "empty data directory: created the first user and API key");
   }
 
   let resolvedPublicUrl = config.publicUrlSetting ?? "";
@@ -247,8 +255,8 @@ export function banner(s: RunningServer, dataDir: string): string {
     lines.push(
       "",
       `  First start: created user "${s.firstUser.name}" with this API key (shown once; keep it):`,
-      `  API key:      ${s.firstUser.apiKey}`,
-      `  More keys:    npm run -s cli -- keys create <user>`,
+      `  API key:      ${s.firstUser.apiKey}   (also in ${path.join(dataDir, FIRST_KEY_FILE)}, mode 0600)`,
+      `  More keys:    npm run -s cli -- keys create <user>   (keys list, keys revoke <id>)`,
     );
   }
   return lines.join("\n");

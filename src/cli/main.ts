@@ -1,28 +1,54 @@
 import { ConfigError, loadConfig } from "../config";
 import { openStore } from "../db";
 
-const USAGE = `usage: npm run -s cli -- keys create <user>
+const USAGE = `usage: npm run -s cli -- keys create <user> | keys list [<user>] | keys revoke <id>
 
   keys create <user>   print a new API key for <user> (created if needed) as the only line on stdout
+                       (its id, for keys list and revoke, goes to stderr)
+  keys list [<user>]   one line per key: its id, its user and when it was created (keys themselves
+                       are stored only as hashes and cannot be shown again)
+  keys revoke <id>     revoke a key: requests with it are refused with 401 at once
 
 The database is found through DATA_DIR (default ./storage), as for the server; the server may be running.`;
 
+function withStore<T>(fn: (store: ReturnType<typeof openStore>) => T): T {
+  const store = openStore(loadConfig().dbPath);
+  try {
+    return fn(store);
+  } finally {
+    store.close();
+  }
+}
+
 function run(argv: string[]): number {
   const [group, command, userName, ...rest] = argv;
+  if (group === "keys" && command === "list" && rest.length === 0) {
+    const keys = withStore((store) => store.apiKeys.list(userName));
+    for (const k of keys) process.stdout.write(`${k.id}  ${k.userName}  ${new Date(k.createdAt).toISOString()}\n`);
+    if (keys.length === 0) process.stderr.write(userName ? `onair cli: user "${userName}" has no API keys\n` : "onair cli: no API keys\n");
+    return 0;
+  }
+  if (group === "keys" && command === "revoke" && userName && rest.length === 0) {
+    if (!withStore((store) => store.apiKeys.revoke(userName))) {
+      process.stderr.write(`onair cli: no API key with id ${userName} (see keys list)\n`);
+      return 1;
+    }
+    process.stderr.write(`onair cli: key ${userName} revoked\n`);
+    return 0;
+  }
   if (group === "keys" && command === "create" && userName && rest.length === 0) {
     const name = userName.trim();
     if (!name || name.length > 200) {
       process.stderr.write("onair cli: the user name must be 1-200 characters\n");
       return 2;
     }
-    const store = openStore(loadConfig().dbPath);
-    try {
-      const user = store.users.getOrCreate(name);
-      process.stdout.write(store.apiKeys.create(user.id) + "\n");
-      return 0;
-    } finally {
-      store.close();
-    }
+    const key = withStore((store) => {
+      const created = store.apiKeys.create(store.users.getOrCreate(name).id);
+      process.stderr.write(`onair cli: key ${store.apiKeys.idForKey(created)} created for ${name}\n`);
+      return created;
+    });
+    process.stdout.write(key + "\n");
+    return 0;
   }
   process.stderr.write(USAGE + "\n");
   return group === undefined || group === "help" || group === "--help" ? 0 : 2;

@@ -76,6 +76,22 @@ describe("npm start and the cli", () => {
     expect(lines[0]).toMatch(/^[0-9A-Za-z]{32}$/);
     expect((await api(lines[0]!)).status).toBe(200);
     expect((await api(lines[0]!.slice(1))).status).toBe(401);
+    // The first key is also in a file only the operator can read.
+    const keyFile = path.join(dataDir, "first-api-key");
+    expect(fs.readFileSync(keyFile, "utf8").trim()).toBe(firstKey);
+    expect(fs.statSync(keyFile).mode & 0o777).toBe(0o600);
+
+    // Keys are listed by id (never shown again) and revoked by id: 401 at once.
+    const id = /key (\S+) created for carol/.exec(created.stderr)![1]!;
+    const listed = cli(dataDir, "keys", "list", "carol");
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`^${id}  carol  \\d{4}-\\d\\d-\\d\\dT`));
+    expect(listed.stdout).not.toContain(lines[0]!);
+    expect(cli(dataDir, "keys", "list").stdout.split("\n").filter(Boolean)).toHaveLength(2);
+    expect(cli(dataDir, "keys", "revoke", id).status).toBe(0);
+    expect((await api(lines[0]!)).status).toBe(401);
+    expect((await api(firstKey)).status).toBe(200);
+    expect(cli(dataDir, "keys", "revoke", id).status).toBe(1);
 
     // As a supervisor would: SIGTERM to npm reaches the server, which stops cleanly.
     process.kill(server.pid!, "SIGTERM");
