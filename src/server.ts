@@ -5,11 +5,12 @@ import path from "node:path";
 import { createApp } from "./api";
 import { publicUrl, rtmpPublicUrl, type Config } from "./config";
 import { openStore, type Store } from "./db";
+import { lockDataDir } from "./instanceLock";
 import { startEvents, type EventSink, type RunningEvents } from "./events";
 import type { Logger } from "./log";
 import { dashboardRouter, hlsRouter, playerRouter, recordingsRouter } from "./http";
 import { INGEST_APP, RtmpIngest } from "./ingest";
-import { locateFfmpeg, ProcessRegistry, type FfmpegLocation } from "./media";
+import { locateFfmpeg, ProcessRegistry, reapLeftovers, type FfmpegLocation } from "./media";
 import { MultistreamManager } from "./multistream";
 import { healthRouter, probeDatabaseWritable, probeFfmpeg, StorageWatch, STORAGE_RESERVE_BYTES } from "./health";
 import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "./metrics";
@@ -42,8 +43,15 @@ export interface RunningServer {
 }
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+  const lock = lockDataDir(config.dataDir);
   const ffmpeg = locateFfmpeg(config.ffmpegPath);
-  const store = openStore(config.dbPath);
+  let store: Store;
+  try {
+    store = openStore(config.dbPath);
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
 
   let firstUser: RunningServer["firstUser"];
   if (store.users.count() === 0) {
@@ -79,13 +87,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     running = await startEvents(config, store, log, { metrics });
   } catch (err) {
     store.close();
+    lock.release();
     throw err;
   }
   const events: EventSink = running.events;
   const stopEvents = () => running.stop();
   // --- end of events ---
 
-  const processes = new ProcessRegistry();
+  // ffmpeg left running by a previous run that died (SIGKILL, a power cut) is killed first.
+  const processesDir = path.join(config.dataDir, "processes");
+  reapLeftovers(processesDir, (pid) => log.warn({ pid }, "killed an ffmpeg left running by a previous run"));
+  const processes = new ProcessRegistry(processesDir);
 
   // --- recordings: segments of recorded sessions kept, finalized by a queue job ---
   const recordingsDir = path.join(config.dataDir, "recordings");
@@ -164,6 +176,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     storage.stop();
     await stopEvents();
     store.close();
+    lock.release();
     throw new Error(`cannot listen for RTMP on ${config.host}:${config.rtmpPort}: ${(err as Error).message}`);
   }
   // --- end of live media ---
@@ -238,6 +251,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         await Promise.all([httpClosed, stopEvents()]);
         await queueDepth?.close();
         store.close();
+        lock.release();
       })()),
   };
 }

@@ -1,5 +1,5 @@
 export { locateFfmpeg, type FfmpegLocation } from "./ffmpegLocator";
-export { ProcessRegistry, spawnSupervised, type ProcessEnd, type SupervisedProcess } from "./supervisedProcess";
+export { ProcessRegistry, reapLeftovers, spawnSupervised, type ProcessEnd, type SupervisedProcess } from "./supervisedProcess";
 export { loadLadder, renditionLadder } from "./ladder";
 export { LivePipeline } from "./livePipeline";
 export { buildLiveArgs, variantPlaylist } from "./liveArgs";

@@ -1,4 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import path from "node:path";
 import readline from "node:readline";
 import type { Logger } from "../log";
 
@@ -44,7 +46,9 @@ export class SupervisedProcess {
     private readonly registry: ProcessRegistry,
   ) {
     const max = opts.tailLines ?? 40;
-    this.child = spawn(opts.command, opts.args, { stdio: ["ignore", "pipe", "pipe"] });
+    // Its own process group: a terminal's Ctrl-C reaches onair, which stops its children in
+    // order, and a leftover can be killed with everything it started.
+    this.child = spawn(opts.command, opts.args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
     this.pid = this.child.pid;
     readline.createInterface({ input: this.child.stderr! }).on("line", (line) => {
       this.tail.push(line);
@@ -100,16 +104,33 @@ export class SupervisedProcess {
   }
 }
 
-/** Every process the service has running, so that nothing outlives the service. */
+/**
+ * Every process the service has running, so that nothing outlives the service. With a record
+ * folder, each is also written down there while it runs (pid and start time): a run that dies
+ * without stopping them (SIGKILL, a power cut) leaves the list, and the next start kills what
+ * is still running of it (reapLeftovers).
+ */
 export class ProcessRegistry {
   private readonly running = new Set<SupervisedProcess>();
 
+  constructor(private readonly recordDir?: string) {
+    if (recordDir) fs.mkdirSync(recordDir, { recursive: true });
+  }
+
   add(p: SupervisedProcess): void {
     this.running.add(p);
+    if (!this.recordDir || p.pid === undefined) return;
+    const startTime = processStartTime(p.pid);
+    try {
+      fs.writeFileSync(path.join(this.recordDir, String(p.pid)), JSON.stringify({ pid: p.pid, startTime }));
+    } catch {
+      // a full disk: the process still runs and is stopped with the service
+    }
   }
 
   remove(p: SupervisedProcess): void {
     this.running.delete(p);
+    if (this.recordDir && p.pid !== undefined) fs.rmSync(path.join(this.recordDir, String(p.pid)), { force: true });
   }
 
   get size(): number {
@@ -127,4 +148,44 @@ export class ProcessRegistry {
 
 export function spawnSupervised(registry: ProcessRegistry, opts: SupervisedProcessOptions): SupervisedProcess {
   return new SupervisedProcess(opts, registry);
+}
+
+/** A process's start time in clock ticks since boot (/proc/<pid>/stat field 22): a pid alone may have been reused. */
+function processStartTime(pid: number): string | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    // The command name (field 2) may contain spaces: count from the closing parenthesis.
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * At start: kills the process groups a previous run recorded in `recordDir` and left running
+ * (it died without stopping them), when the pid is still the same process. Returns how many.
+ */
+export function reapLeftovers(recordDir: string, onReaped: (pid: number) => void = () => {}): number {
+  let entries: string[];
+  try {
+    entries = fs.readdirSync(recordDir);
+  } catch {
+    return 0;
+  }
+  let reaped = 0;
+  for (const entry of entries) {
+    const file = path.join(recordDir, entry);
+    try {
+      const { pid, startTime } = JSON.parse(fs.readFileSync(file, "utf8")) as { pid: number; startTime?: string };
+      if (Number.isInteger(pid) && pid > 1 && startTime !== undefined && processStartTime(pid) === startTime) {
+        process.kill(-pid, "SIGKILL");
+        reaped++;
+        onReaped(pid);
+      }
+    } catch {
+      // unreadable, or gone between the check and the kill: nothing to reap
+    }
+    fs.rmSync(file, { force: true });
+  }
+  return reaped;
 }

@@ -154,6 +154,11 @@ describe("server faults", () => {
       20,
     );
 
+    // The first run's ffmpeg outlives a SIGKILL of the server. A pipeline usually exits by itself
+    // when its RTMP source goes; this one hangs (stopped), as a stuck one would.
+    const leftovers = ffmpegPidsMentioning(f.dataDir);
+    expect(leftovers.length).toBeGreaterThan(0);
+    process.kill(leftovers[0]!, "SIGSTOP");
     process.kill(first.pid, "SIGKILL");
     expect((await first.exited).signal).toBe("SIGKILL");
     const killedAt = Date.now();
@@ -169,6 +174,9 @@ describe("server faults", () => {
 
     const second = await startServerProcess(f.dataDir, ENV);
     f.servers.push(second);
+    // The restart killed what the first run left running, before anything else.
+    expect(ffmpegPidsMentioning(f.dataDir).filter((pid) => leftovers.includes(pid))).toEqual([]);
+    expect(second.log()).toContain("killed an ffmpeg left running by a previous run");
     const api2 = apiClient(second.apiUrl, key);
     // Recovery runs before the server listens: nothing is active from the first request on.
     const parent = (await api2("GET", `/stream/${stream.id}`)).body;
@@ -323,4 +331,14 @@ describe("server faults", () => {
     await waitFor("no ffmpeg left", () => ffmpegPidsMentioning(f.dataDir).length === 0, 10_000);
     expect((await terminate(second, 15_000)).code).toBe(0);
   }, 120_000);
+});
+
+describe("one server per data directory", () => {
+  it("a second server on the same DATA_DIR is refused with a clear message; the first goes on", async () => {
+    const f = fixture();
+    const first = await startServerProcess(f.dataDir, ENV);
+    f.servers.push(first);
+    await expect(startServerProcess(f.dataDir, ENV)).rejects.toThrow(new RegExp(`another onair is already running on the data directory ${f.dataDir} \\(pid ${first.pid}\\)`));
+    expect((await fetch(`${first.apiUrl.replace("/api", "")}/healthz`)).status).toBe(200);
+  });
 });
