@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import { RateWindow } from "./rateWindow";
 
 // Prometheus metrics of one server. Each server has its own Registry (never prom-client's
@@ -74,6 +74,8 @@ interface TrackedSession {
 export function createMetrics(sources: MetricSources): Metrics {
   const now = sources.now ?? Date.now;
   const registry = new Registry();
+  // The series every exporter has: CPU, memory, event-loop lag, open file descriptors, GC.
+  collectDefaultMetrics({ register: registry });
   const live = new Map<string, TrackedSession>();
 
   new Gauge({
@@ -109,13 +111,14 @@ export function createMetrics(sources: MetricSources): Metrics {
   new Gauge({
     name: "onair_transcode_speed",
     help: "Media seconds the live pipeline completed per wall-clock second, over its last 30 s of segments (1 keeps up with real time; below 1 falls behind).",
-    labelNames: ["stream_id", "session_id"],
+    // By stream only: a label per session would grow the series without bound.
+    labelNames: ["stream_id"],
     registers: [registry],
     collect() {
       this.reset();
       for (const s of live.values()) {
         const speed = s.media.perSecond();
-        if (speed !== undefined) this.set({ stream_id: s.streamId, session_id: s.sessionId }, Math.round(speed * 1000) / 1000);
+        if (speed !== undefined) this.set({ stream_id: s.streamId }, Math.round(speed * 1000) / 1000);
       }
     },
   });

@@ -96,7 +96,10 @@ describe("metrics of one server", () => {
     text = (await m.scrape()).body;
     expect(sampleValue(text, "onair_live_sessions")).toBe(1);
     expect(sampleValue(text, "onair_ingest_bitrate_bits_per_second", { stream_id: "st1" })).toBe(1_000_000);
-    expect(sampleValue(text, "onair_transcode_speed", { stream_id: "st1", session_id: "se1" })).toBe(1);
+    expect(sampleValue(text, "onair_transcode_speed", { stream_id: "st1" })).toBe(1);
+    // The standard process series, and no session ids in any label.
+    for (const name of ["process_cpu_seconds_total", "process_resident_memory_bytes", "nodejs_eventloop_lag_seconds", "process_open_fds"]) expect(text).toContain(`\n${name} `);
+    expect(text).not.toContain("session_id");
     expect(sampleValue(text, "onair_ffmpeg_processes")).toBe(2);
     expect(sampleValue(text, "onair_queue_depth", { queue: "webhook-delivery" })).toBe(3);
     expect(sampleValue(text, "onair_pipeline_failures_total")).toBe(0);
