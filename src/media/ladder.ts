@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
-import type { Profile, Rendition } from "../shapes";
+import { PROFILE_NAME, type Profile, type Rendition } from "../shapes";
 
 const LADDER_DIR = path.resolve(__dirname, "../../ffmpeg-profiles");
 
@@ -9,7 +9,7 @@ const ladderFile = z.object({
   description: z.string().optional(),
   profiles: z.array(
     z.object({
-      name: z.string().min(1),
+      name: z.string().regex(PROFILE_NAME, "must be 1-64 letters, digits, spaces, _ . or -"),
       bitrate: z.number().int().positive(),
       fps: z.number().int().positive(),
       width: z.number().int().positive(),

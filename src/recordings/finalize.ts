@@ -3,11 +3,11 @@ import path from "node:path";
 import type { Store } from "../db";
 import type { EventSink } from "../events";
 import type { Logger } from "../log";
-import { buildMasterPlaylist, parseMediaPlaylist, spawnSupervised, writeAtomically, type ProcessRegistry } from "../media";
+import { buildMasterPlaylist, parseMediaPlaylist, renditionLadder, spawnSupervised, writeAtomically, type ProcessRegistry } from "../media";
 import { RetryLater, type Job } from "../queue";
-import { presentSession, recordingUrls } from "../shapes";
+import { presentSession, recordingUrls, type Rendition } from "../shapes";
 import type { FinalizeJob } from "./recorder";
-import { bestVariant, buildMp4RemuxArgs, buildVodPlaylist } from "./vod";
+import { bestRendition, buildMp4RemuxArgs, buildVodPlaylist, isSegmentFileName } from "./vod";
 
 export const FINALIZE_ATTEMPTS = 3;
 const REMUX_TIMEOUT_MS = 50_000;
@@ -36,10 +36,12 @@ export function finalizeHandler(deps: FinalizeDeps) {
     const dir = path.join(deps.recordingsDir, session.id);
     const started = Date.now();
     try {
-      const master = closePlaylists(dir);
-      const best = bestVariant(master);
+      // The session's own renditions say which folders hold its recording; no file name is
+      // ever read back from playlist text (which once carried user-chosen profile names).
+      const recorded = closePlaylists(dir, renditionLadder(session.profiles, 1));
+      const best = bestRendition(recorded);
       if (!best) throw new Error("the recording has no playable rendition");
-      await remux(deps, log, path.join(dir, best), path.join(dir, "output.mp4"));
+      await remux(deps, log, path.join(dir, String(best.rendition.index), "index.m3u8"), path.join(dir, "output.mp4"));
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
       if (job.attempt < FINALIZE_ATTEMPTS) {
@@ -65,32 +67,58 @@ export function finalizeHandler(deps: FinalizeDeps) {
   };
 }
 
+export interface RecordedRendition {
+  rendition: Rendition;
+  /** bits per second over the recording */
+  bandwidth: number;
+}
+
 /**
- * Rewrites each rendition's playlist as VOD (only segments whose files exist) and returns the
- * master playlist, writing one from the renditions if the live one was never copied.
+ * Rewrites the playlist of each of the session's renditions as VOD (only segments whose files
+ * exist) and makes sure the master playlist lists exactly those renditions, writing it anew
+ * from them when the live one was never copied or lists anything else. Returns the renditions
+ * that have media.
  */
-export function closePlaylists(dir: string): string {
-  const variants = fs.existsSync(dir) ? fs.readdirSync(dir).filter((e) => /^\d+$/.test(e)).sort((a, b) => Number(a) - Number(b)) : [];
-  const stats: { index: string; bandwidth: number }[] = [];
-  for (const v of variants) {
-    const file = path.join(dir, v, "index.m3u8");
+export function closePlaylists(dir: string, renditions: Rendition[]): RecordedRendition[] {
+  const recorded: RecordedRendition[] = [];
+  for (const rendition of renditions) {
+    const folder = path.join(dir, String(rendition.index));
+    const file = path.join(folder, "index.m3u8");
     if (!fs.existsSync(file)) continue;
     const segments = keepDiscontinuities(
       parseMediaPlaylist(fs.readFileSync(file, "utf8")).segments,
-      (s) => fs.existsSync(path.join(dir, v, s.uri)),
+      (s) => isSegmentFileName(s.uri) && fs.existsSync(path.join(folder, s.uri)),
     );
     if (segments.length === 0) continue;
     writeAtomically(file, buildVodPlaylist(segments, true));
-    const bytes = segments.reduce((n, s) => n + fs.statSync(path.join(dir, v, s.uri)).size, 0);
+    const bytes = segments.reduce((n, s) => n + fs.statSync(path.join(folder, s.uri)).size, 0);
     const seconds = segments.reduce((n, s) => n + s.duration, 0);
-    stats.push({ index: v, bandwidth: seconds > 0 ? (bytes * 8) / seconds : 1 });
+    recorded.push({ rendition, bandwidth: seconds > 0 ? (bytes * 8) / seconds : 1 });
   }
   const masterFile = path.join(dir, "index.m3u8");
-  const listed = (text: string) => stats.some((s) => text.includes(`${s.index}/index.m3u8`));
-  if (fs.existsSync(masterFile) && listed(fs.readFileSync(masterFile, "utf8"))) return fs.readFileSync(masterFile, "utf8");
-  const master = buildMasterPlaylist(stats.map((s) => ({ uri: `${s.index}/index.m3u8`, name: s.index, bandwidth: s.bandwidth })));
-  if (stats.length > 0) writeAtomically(masterFile, master);
-  return master;
+  const wanted = recorded.map((r) => `${r.rendition.index}/index.m3u8`);
+  if (!(fs.existsSync(masterFile) && listsExactly(fs.readFileSync(masterFile, "utf8"), wanted)) && recorded.length > 0) {
+    const variants = recorded.map((r) => ({
+      uri: `${r.rendition.index}/index.m3u8`,
+      name: r.rendition.name,
+      bandwidth: r.bandwidth,
+      width: r.rendition.encode?.width,
+      height: r.rendition.encode?.height,
+    }));
+    writeAtomically(masterFile, buildMasterPlaylist(variants));
+  }
+  return recorded;
+}
+
+/**
+ * Whether a master playlist lists `uris`, each once, and holds nothing but the tags onair's
+ * master playlists have (pure): anything else is rewritten rather than served.
+ */
+export function listsExactly(master: string, uris: string[]): boolean {
+  const lines = master.split(/\r?\n|\r/).map((l) => l.trim()).filter((l) => l !== "");
+  const tagsKnown = lines.every((l) => !l.startsWith("#") || /^#(EXTM3U|EXT-X-VERSION:\d+|EXT-X-INDEPENDENT-SEGMENTS|EXT-X-STREAM-INF:.*)$/.test(l));
+  const listed = lines.filter((l) => !l.startsWith("#"));
+  return tagsKnown && listed.length === uris.length && uris.every((u) => listed.includes(u));
 }
 
 async function remux(deps: FinalizeDeps, log: Logger, playlist: string, output: string): Promise<void> {

@@ -30,17 +30,13 @@ export function buildVodPlaylist(segments: RecordedSegment[], ended: boolean): s
   return lines.join("\n") + "\n";
 }
 
-/** The variant a master playlist lists with the highest BANDWIDTH: the one to make the MP4 of. */
-export function bestVariant(master: string): string | undefined {
-  let best: { uri: string; bandwidth: number } | undefined;
-  const lines = master.split(/\r?\n/);
-  lines.forEach((line, i) => {
-    const m = /^#EXT-X-STREAM-INF:.*\bBANDWIDTH=(\d+)/.exec(line);
-    const uri = lines[i + 1]?.trim();
-    if (m && uri && !uri.startsWith("#") && (!best || Number(m[1]) > best.bandwidth)) best = { uri, bandwidth: Number(m[1]) };
-  });
-  return best?.uri;
+/** The rendition to make the MP4 of: the one with the highest measured bandwidth. */
+export function bestRendition<R extends { bandwidth: number }>(recorded: R[]): R | undefined {
+  return recorded.reduce<R | undefined>((best, r) => (!best || r.bandwidth > best.bandwidth ? r : best), undefined);
 }
+
+/** A segment uri the recorder writes: a plain file name in the rendition's folder, nothing else. */
+export const isSegmentFileName = (uri: string) => /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/.test(uri);
 
 /**
  * HLS → MP4 without re-encoding (`-c copy`), the moov atom first (`+faststart`) so players can
@@ -49,6 +45,8 @@ export function bestVariant(master: string): string | undefined {
 export function buildMp4RemuxArgs(playlist: string, output: string): string[] {
   return [
     "-hide_banner", "-nostdin", "-loglevel", "error",
+    // The playlist and its segments are local files; nothing in them may open anything else.
+    "-protocol_whitelist", "file",
     "-i", playlist,
     "-map", "0:v?", "-map", "0:a?", "-c", "copy",
     // ADTS AAC in TS becomes MP4's raw AAC (older ffmpeg builds do not insert it themselves).

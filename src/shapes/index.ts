@@ -3,7 +3,7 @@
 // nothing of src/, so the API, events, recordings, sessions and media can all use it.
 
 export { expected } from "./messages";
-export { profile, type Profile } from "./profile";
+export { PROFILE_NAME, profile, type Profile } from "./profile";
 export type { Rendition } from "./rendition";
 export type { LiveRates, SegmentCounters } from "./counters";
 export { MAX_RECONNECT_WINDOW_SECONDS, presentStream, reconnectWindow, streamObject, type LiveHealth, type StoredStream, type StreamJson } from "./stream";

@@ -8,12 +8,22 @@ const positiveInt = (what: string, max: number) =>
     .positive("must be positive")
     .max(max, `must be at most ${max}`);
 
+/** What a profile (rendition) name may be made of. */
+export const PROFILE_NAME = /^[A-Za-z0-9 _.-]{1,64}$/;
+
 export const H264_PROFILES = ["H264Baseline", "H264Main", "H264High", "H264ConstrainedHigh"] as const;
 
 /** One rendition of a stream's ladder: what a stream is created with, stored, and reported. */
 export const profile = z
   .object({
-    name: z.string().trim().min(1, "must not be empty").max(64, "must be at most 64 characters"),
+    // The name reaches playlists (the master's NAME) and logs: a closed alphabet, so no user
+    // text can break a line or a quoted attribute.
+    name: z
+      .string(expected("a string"))
+      .trim()
+      .min(1, "must not be empty")
+      .max(64, "must be at most 64 characters")
+      .regex(PROFILE_NAME, "must be letters, digits, spaces, _ . or - only"),
     bitrate: positiveInt("bitrate", 100_000_000).describe("bits per second"),
     fps: positiveInt("fps", 240),
     width: positiveInt("width", 7680),

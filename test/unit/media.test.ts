@@ -111,6 +111,18 @@ describe("playlists", () => {
         '#EXT-X-STREAM-INF:BANDWIDTH=900000,RESOLUTION=640x360,CODECS="avc1.64001e,mp4a.40.2",FRAME-RATE=30.000,NAME="360p"\n1/index.m3u8\n',
     );
   });
+
+  it("never lets a name out of its quoted NAME attribute (names stored before they were checked)", () => {
+    const text = buildMasterPlaylist([{ uri: "0/index.m3u8", name: '720p"\n#EXT-X-STREAM-INF:BANDWIDTH=99999999\n/etc/hosts', bandwidth: 1 }]);
+    expect(text.split("\n")).toEqual([
+      "#EXTM3U",
+      "#EXT-X-VERSION:6",
+      "#EXT-X-INDEPENDENT-SEGMENTS",
+      '#EXT-X-STREAM-INF:BANDWIDTH=1,NAME="720p___EXT-X-STREAM-INF_BANDWIDTH_99999999__etc_hosts"',
+      "0/index.m3u8",
+      "",
+    ]);
+  });
 });
 
 describe("codecs", () => {
