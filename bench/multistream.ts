@@ -145,6 +145,8 @@ async function main(): Promise<void> {
     HOST: "127.0.0.1",
     LOG_LEVEL: "silent",
     HLS_SEGMENT_SECONDS: String(settings.segmentSeconds),
+    // The destinations and the receiver are this bench's own, on loopback.
+    DESTINATION_ALLOW_HOSTS: "127.0.0.1,localhost",
   });
   const server = await startServer(config, createLogger("silent"));
   serverForCleanup = server;

@@ -136,6 +136,8 @@ async function runAdapter(adapter: "embedded" | "bullmq", settings: Settings, re
     DATA_DIR: dataDir,
     LOG_LEVEL: "silent",
     WEBHOOK_CONCURRENCY: settings.concurrency,
+    // The receiver is this bench's own, on loopback, which the outbound policy refuses by default.
+    DESTINATION_ALLOW_HOSTS: "127.0.0.1,localhost",
     ...(adapter === "bullmq" ? { REDIS_URL: settings.redisUrl, REDIS_PREFIX: prefix } : {}),
   });
   const store = openStore(config.dbPath);

@@ -12,6 +12,7 @@ import { dashboardRouter, hlsRouter, playerRouter, recordingsRouter } from "./ht
 import { INGEST_APP, RtmpIngest } from "./ingest";
 import { locateFfmpeg, ProcessRegistry, reapLeftovers, type FfmpegLocation } from "./media";
 import { MultistreamManager } from "./multistream";
+import { OutboundPolicy } from "./outbound";
 import { healthRouter, probeDatabaseWritable, probeFfmpeg, StorageWatch, STORAGE_RESERVE_BYTES } from "./health";
 import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "./metrics";
 import { finalizeHandler, FINALIZE_QUEUE, Recorder, startRetention, type FinalizeJob } from "./recordings";
@@ -79,12 +80,16 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   });
   // --- end of metrics ---
 
+  // One outbound policy for every connection a user's input makes: webhook deliveries and the
+  // API's checks of their urls.
+  const outbound = new OutboundPolicy(config.outbound);
+
   // --- events → webhook deliveries (src/events, src/queue, src/webhooks) ---
   // raise() writes the event, its deliveries and their jobs in one SQLite transaction (with
   // REDIS_URL, the jobs then go on to BullMQ), and wakes this process's delivery workers.
   let running: RunningEvents;
   try {
-    running = await startEvents(config, store, log, { metrics });
+    running = await startEvents(config, store, log, { metrics, policy: outbound });
   } catch (err) {
     store.close();
     lock.release();
@@ -181,7 +186,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   }
   // --- end of live media ---
 
-  const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, live: sessions, limits: config.limits }, [
+  const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, live: sessions, limits: config.limits, outbound }, [
     hlsRouter(store, hlsDir),
     recordingsRouter(store, recordingsDir),
     healthRouter({

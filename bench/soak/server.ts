@@ -93,6 +93,9 @@ export async function startOnair(workDir: string, dataDir: string, settings: Set
     REDIS_URL: "",
     PUBLIC_URL: "",
     RTMP_PUBLIC_URL: "",
+    // The webhook receiver is the bench's own, on loopback.
+    ALLOW_PRIVATE_DESTINATIONS: "",
+    DESTINATION_ALLOW_HOSTS: "127.0.0.1,localhost",
   };
   const logs: LogTally = { warn: 0, error: 0, messages: new Map(), other: [] };
   const probe = path.join(workDir, "event-loop-probe.mjs");

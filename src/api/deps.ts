@@ -1,6 +1,7 @@
 import type { LimitSettings } from "../config";
 import type { Store } from "../db";
 import type { Logger } from "../log";
+import type { OutboundPolicy } from "../outbound";
 import type { LiveControl } from "../sessions";
 
 export interface ApiDeps {
@@ -11,4 +12,6 @@ export interface ApiDeps {
   live: LiveControl;
   /** API rate limit and per-stream caps (config `limits`); DEFAULT_LIMITS when absent. */
   limits?: LimitSettings;
+  /** Checks webhook and target urls as they are written; refusing private ones when absent. */
+  outbound?: OutboundPolicy;
 }

@@ -1,5 +1,6 @@
 import path from "node:path";
 import { z } from "zod";
+import { allowHostEntry, type OutboundSettings } from "../outbound";
 import { MAX_RECONNECT_WINDOW_SECONDS } from "../shapes";
 
 // The operator interface of DESIGN.md: every setting comes from the environment, is read
@@ -69,6 +70,24 @@ const flag = (name: string) =>
       return z.NEVER;
     });
 
+/** DESTINATION_ALLOW_HOSTS: comma-separated host names and IP addresses, each checked. */
+const hostList = (name: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const entries = (v ?? "").split(",").map((e) => e.trim()).filter((e) => e !== "");
+      const bad = entries.filter((e) => allowHostEntry(e) === undefined);
+      if (bad.length > 0) {
+        ctx.addIssue({
+          code: "custom",
+          message: `${name} must list host names or IP addresses separated by commas (exact hosts: no ranges, ports or URLs), got ${bad.map((b) => `"${b}"`).join(", ")}`,
+        });
+        return z.NEVER;
+      }
+      return entries.map((e) => allowHostEntry(e)!);
+    });
+
 /** Per-key API rate limit and per-stream and per-user caps (issue 8: abuse limits). */
 export interface LimitSettings {
   /** Tokens added to each API key's bucket per second; 0 turns the rate limit off. */
@@ -125,6 +144,13 @@ const envSchema = z.object({
       }
       return v;
     }),
+  // The outbound policy (src/outbound): private, loopback and other non-public destinations of
+  // webhooks and multistream targets are refused unless one of these allows them.
+  ALLOW_PRIVATE_DESTINATIONS: flag("ALLOW_PRIVATE_DESTINATIONS"),
+  DESTINATION_ALLOW_HOSTS: hostList("DESTINATION_ALLOW_HOSTS"),
+  // Replaced by the outbound policy. `true` asked for what is now the default, so it is taken
+  // and ignored; `false` asked for private receivers, which now needs the settings above: a
+  // start that would quietly refuse them stops instead, saying which to set.
   WEBHOOK_BLOCK_PRIVATE: flag("WEBHOOK_BLOCK_PRIVATE"),
   // Spec 8: retries for about 15 minutes, the first after about 5 s. Tests compress both.
   WEBHOOK_RETRY_FIRST_MS: integer("WEBHOOK_RETRY_FIRST_MS", 5_000, 1, 3_600_000, " (ms)"),
@@ -196,6 +222,8 @@ export interface Config {
   /** Namespace of onair's keys in Redis (BullMQ's prefix). */
   redisPrefix: string;
   webhooks: WebhookSettings;
+  /** What webhooks and multistream targets may connect to (src/outbound). */
+  outbound: OutboundSettings;
   limits: LimitSettings;
   /** Recordings of sessions that ended longer ago than this are deleted; 0 keeps them. */
   recordingsRetentionDays: number;
@@ -212,8 +240,6 @@ export interface Config {
 }
 
 export interface WebhookSettings {
-  /** Refuse receivers that resolve to private, loopback or link-local addresses. */
-  blockPrivate: boolean;
   retryFirstMs: number;
   retryWindowMs: number;
   /** One attempt, connection to last byte read. */
@@ -235,9 +261,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(parsed.error.issues.map((i) => i.message));
   }
   const e = parsed.data;
+  const problems: string[] = [];
   if (e.WEBHOOK_CONCURRENCY === 0 && e.REDIS_URL === undefined) {
-    throw new ConfigError(["WEBHOOK_CONCURRENCY=0 needs REDIS_URL: with the embedded queue, nothing else would deliver webhooks"]);
+    problems.push("WEBHOOK_CONCURRENCY=0 needs REDIS_URL: with the embedded queue, nothing else would deliver webhooks");
   }
+  if (env.WEBHOOK_BLOCK_PRIVATE !== undefined && env.WEBHOOK_BLOCK_PRIVATE !== "" && !e.WEBHOOK_BLOCK_PRIVATE) {
+    problems.push(
+      "WEBHOOK_BLOCK_PRIVATE is no longer read: private and loopback destinations are refused by default now; to allow them set ALLOW_PRIVATE_DESTINATIONS=true, or list the hosts in DESTINATION_ALLOW_HOSTS (and remove WEBHOOK_BLOCK_PRIVATE)",
+    );
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
   return {
     port: e.PORT,
     rtmpPort: e.RTMP_PORT,
@@ -253,12 +286,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     hlsListSize: e.HLS_LIST_SIZE,
     redisPrefix: e.REDIS_PREFIX,
     webhooks: {
-      blockPrivate: e.WEBHOOK_BLOCK_PRIVATE,
       retryFirstMs: e.WEBHOOK_RETRY_FIRST_MS,
       retryWindowMs: e.WEBHOOK_RETRY_WINDOW_MS,
       timeoutMs: e.WEBHOOK_TIMEOUT_MS,
       concurrency: e.WEBHOOK_CONCURRENCY,
     },
+    outbound: { allowPrivate: e.ALLOW_PRIVATE_DESTINATIONS, allowHosts: e.DESTINATION_ALLOW_HOSTS },
     recordingsRetentionDays: e.RECORDINGS_RETENTION_DAYS,
     storageMinFreeBytes: e.STORAGE_MIN_FREE_MB * 1024 * 1024,
     webhookLogRetentionDays: e.WEBHOOK_LOG_RETENTION_DAYS,

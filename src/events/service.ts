@@ -2,6 +2,7 @@ import type { Config } from "../config";
 import type { Store } from "../db";
 import type { Logger } from "../log";
 import type { Metrics } from "../metrics";
+import { OutboundPolicy } from "../outbound";
 import { openQueue, redactUrl, type JobQueue, type QueueTuning } from "../queue";
 import { WEBHOOK_DELIVERY_QUEUE, WebhookDeliverer, type DeliveryJob } from "../webhooks";
 import { createEventSink, type EventSink } from "./sink";
@@ -25,7 +26,13 @@ export async function startEvents(
   config: Config,
   store: Store,
   log: Logger,
-  options: { tuning?: Partial<QueueTuning>; random?: () => number; metrics?: Pick<Metrics, "webhookDelivery"> } = {},
+  options: {
+    tuning?: Partial<QueueTuning>;
+    random?: () => number;
+    metrics?: Pick<Metrics, "webhookDelivery">;
+    /** The server's own policy; a worker process makes one from the same settings. */
+    policy?: OutboundPolicy;
+  } = {},
 ): Promise<RunningEvents> {
   const w = config.webhooks;
   const queue = await openQueue(
@@ -40,7 +47,7 @@ export async function startEvents(
     {
       schedule: { firstDelayMs: w.retryFirstMs, windowMs: w.retryWindowMs, jitter: 0.2 },
       timeoutMs: w.timeoutMs,
-      blockPrivate: w.blockPrivate,
+      policy: options.policy ?? new OutboundPolicy(config.outbound),
     },
     options.random,
     options.metrics,
@@ -51,7 +58,8 @@ export async function startEvents(
       queue: queue.kind,
       ...(config.redisUrl ? { redis: redactUrl(config.redisUrl), prefix: config.redisPrefix } : {}),
       concurrency: w.concurrency,
-      blockPrivate: w.blockPrivate,
+      allowPrivateDestinations: config.outbound.allowPrivate,
+      destinationAllowHosts: config.outbound.allowHosts,
     },
     "webhook delivery started",
   );

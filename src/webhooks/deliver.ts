@@ -2,6 +2,7 @@ import { EventEmitter, once } from "node:events";
 import { writeWhenStorageAllows, type Db, type DeliveryRecord, type EventRecord, type NewDelivery, type Store, type WebhookLogRecord } from "../db";
 import type { Logger } from "../log";
 import type { Metrics } from "../metrics";
+import type { OutboundPolicy } from "../outbound";
 import { enqueueJob, RetryLater, type Job } from "../queue";
 import { buildDeliveryBody, type EventName, type RaisedEvent } from "../shapes";
 import { judgeAttempt, nextRetryDelay, type RetrySchedule } from "./retry";
@@ -17,7 +18,8 @@ export interface DeliveryJob {
 export interface DeliverySettings {
   schedule: RetrySchedule;
   timeoutMs: number;
-  blockPrivate: boolean;
+  /** Which receivers may be connected to: asked again at every attempt. */
+  policy: OutboundPolicy;
 }
 
 /**
@@ -89,7 +91,7 @@ export class WebhookDeliverer {
     /** Counts each run's outcome (GET /metrics). */
     private readonly metrics?: Pick<Metrics, "webhookDelivery">,
   ) {
-    this.sender = new WebhookSender({ timeoutMs: settings.timeoutMs, blockPrivate: settings.blockPrivate });
+    this.sender = new WebhookSender({ timeoutMs: settings.timeoutMs, policy: settings.policy });
   }
 
   /** Closed (shutdown): in-flight sends are cut and nothing waits for a full disk any more. */
@@ -155,7 +157,8 @@ export class WebhookDeliverer {
     attemptEvents(store.db).emit(delivery.id);
     this.metrics?.webhookDelivery(settledAs === "delivered" ? "delivered" : settledAs === "failed" ? "failed" : "retry");
 
-    const logFields = { webhookId: webhook.id, eventId: event.id, event: event.name, attempt: job.attempt, status: result.statusCode, error: result.error };
+    // The operator's log says which address a refusal was about; the user's log does not.
+    const logFields = { webhookId: webhook.id, eventId: event.id, event: event.name, attempt: job.attempt, status: result.statusCode, error: result.error, refused: result.refusedDetail };
     if (settledAs === "failed") this.log.warn(logFields, "webhook delivery failed for good");
     else if (settledAs === undefined) this.log.info({ ...logFields, retryInMs: retryIn }, "webhook delivery attempt failed; will retry");
     else this.log.debug(logFields, "webhook delivered");

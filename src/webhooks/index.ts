@@ -4,6 +4,5 @@ export { resendLoggedEvent } from "./resend";
 export { judgeAttempt, nextRetryDelay, SPEC_SCHEDULE } from "./retry";
 export type { AttemptFailure, RetrySchedule, Verdict } from "./retry";
 export { signatureHeader, verifySignature } from "./signature";
-export { classifyAddress, type AddressKind } from "./addresses";
 export { RESPONSE_BODY_LIMIT } from "./send";
 export { startWebhookHistoryRetention } from "./retention";

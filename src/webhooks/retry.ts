@@ -42,7 +42,7 @@ export type AttemptFailure =
   | "timeout"
   /** DNS, connection refused or reset, TLS: the receiver may be back later. */
   | "network"
-  /** We would not send: a blocked address (WEBHOOK_BLOCK_PRIVATE) or an unusable URL. */
+  /** We would not send: a destination the outbound policy refuses, or an unusable URL. */
   | "refused";
 
 export type Verdict = "delivered" | "retry" | "final";

@@ -1,9 +1,6 @@
-import dns from "node:dns";
 import http from "node:http";
 import https from "node:https";
-import type { LookupFunction } from "node:net";
-import net from "node:net";
-import { classifyAddress } from "./addresses";
+import { pinnedLookup, type OutboundPolicy } from "../outbound";
 import type { AttemptFailure } from "./retry";
 
 // One POST to a receiver: the only place that opens connections to webhook urls.
@@ -13,7 +10,8 @@ export const RESPONSE_BODY_LIMIT = 4096;
 
 export interface SendOptions {
   timeoutMs: number;
-  blockPrivate: boolean;
+  /** Asked before every attempt (DNS rebinding): the connection goes to the addresses it checked. */
+  policy: OutboundPolicy;
 }
 
 export interface SendResult {
@@ -22,34 +20,12 @@ export interface SendResult {
   /** The start of the body, at most RESPONSE_BODY_LIMIT bytes (read no further). */
   responseBody?: string;
   failure?: AttemptFailure;
-  /** Why, when `failure` is set. */
+  /** Why, when `failure` is set: for the user (a policy refusal says no more than that). */
   error?: string;
+  /** Which address the outbound policy refused and why: for the operator's log only. */
+  refusedDetail?: string;
   durationMs: number;
 }
-
-class RefusedAddress extends Error {
-  readonly code = "EONAIR_REFUSED";
-}
-
-/**
- * DNS resolution that refuses non-public addresses, used as the socket's `lookup`: the address
- * checked is the one connected to, so a name that resolves differently a moment later (DNS
- * rebinding) cannot slip past. Any non-public address in the answer refuses the whole name.
- */
-const publicOnlyLookup: LookupFunction = (hostname, options, callback) => {
-  dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-    if (err) return callback(err, "", 0);
-    for (const a of addresses) {
-      const kind = classifyAddress(a.address);
-      if (kind) return callback(new RefusedAddress(`${hostname} resolves to ${a.address}, a ${kind} address (WEBHOOK_BLOCK_PRIVATE)`), "", 0);
-    }
-    // Node asks for every address when it races IPv4 and IPv6 (autoSelectFamily), one otherwise.
-    if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, addresses);
-    const first = addresses[0];
-    if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), "", 0);
-    callback(null, first.address, first.family);
-  });
-};
 
 /** Keep-alive connections per process: a receiver taking a burst of events is not reconnected each time. */
 export class WebhookSender {
@@ -78,62 +54,67 @@ export class WebhookSender {
     if (target.protocol !== "http:" && target.protocol !== "https:") {
       return Promise.resolve({ failure: "refused", error: `unsupported protocol ${target.protocol}`, durationMs: 0 });
     }
-    if (this.options.blockPrivate) {
-      // An IP literal is never looked up, so the lookup's check would not see it.
-      const literal = target.hostname.replace(/^\[|\]$/g, "");
-      const kind = net.isIP(literal) ? classifyAddress(literal) : null;
-      if (kind) return Promise.resolve({ failure: "refused", error: `${literal} is a ${kind} address (WEBHOOK_BLOCK_PRIVATE)`, durationMs: 0 });
-    }
 
     return new Promise<SendResult>((resolve) => {
       let settled = false;
+      let req: http.ClientRequest | undefined;
       const finish = (r: Omit<SendResult, "durationMs">) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         resolve({ ...r, durationMs: elapsed() });
       };
-      const transport = target.protocol === "https:" ? https : http;
-      const req = transport.request(target, {
-        method: "POST",
-        agent: this.agents[target.protocol as "http:" | "https:"],
-        headers: { ...headers, "content-length": String(Buffer.byteLength(body)) },
-        ...(this.options.blockPrivate ? { lookup: publicOnlyLookup } : {}),
-      });
+      // One bound for the whole attempt, the DNS lookup included.
       const timer = setTimeout(() => {
         finish({ failure: "timeout", error: `no response within ${this.options.timeoutMs} ms` });
-        req.destroy();
+        req?.destroy();
       }, this.options.timeoutMs);
 
-      req.on("error", (err: NodeJS.ErrnoException) => {
-        if (err instanceof RefusedAddress) finish({ failure: "refused", error: err.message });
-        else finish({ failure: "network", error: `${err.code ? err.code + ": " : ""}${err.message}` });
-      });
-      // http.request never follows redirects: a 3xx is reported as it is (redirect limit 0).
-      req.on("response", (res) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        const done = () =>
-          finish({
-            statusCode: res.statusCode,
-            statusText: res.statusMessage,
-            responseBody: Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString("utf8"),
-          });
-        res.on("data", (chunk: Buffer) => {
-          if (size >= RESPONSE_BODY_LIMIT) return;
-          chunks.push(chunk);
-          size += chunk.length;
-          if (size >= RESPONSE_BODY_LIMIT) {
-            // Enough: a receiver cannot make onair read (or hold) a large body.
-            done();
-            res.destroy();
-          }
+      void this.options.policy.check(target.hostname).then((check) => {
+        if (settled) return;
+        // Refused before any connection is opened, in the same words whatever the address was
+        // (a closed port, a timeout or a refusal would tell a private network's layout).
+        if (check.outcome === "refused") return finish({ failure: "refused", error: check.reason, refusedDetail: check.detail });
+        if (check.outcome === "unresolved") return finish({ failure: "network", error: check.reason });
+        const transport = target.protocol === "https:" ? https : http;
+        // An IP literal is connected to as it is; a name only to the addresses just checked
+        // (TLS still verifies, and sends as SNI, the name itself).
+        req = transport.request(target, {
+          method: "POST",
+          agent: this.agents[target.protocol as "http:" | "https:"],
+          headers: { ...headers, "content-length": String(Buffer.byteLength(body)) },
+          lookup: pinnedLookup(check.addresses),
         });
-        res.on("end", done);
-        res.on("error", done);
-        res.on("close", done);
+        req.on("error", (err: NodeJS.ErrnoException) => finish({ failure: "network", error: `${err.code ? err.code + ": " : ""}${err.message}` }));
+        // http.request never follows redirects: a 3xx is reported as it is (redirect limit 0).
+        req.on("response", (res) => readResponse(res, finish));
+        req.end(body);
       });
-      req.end(body);
     });
   }
+}
+
+/** The status and the start of the body, read up to RESPONSE_BODY_LIMIT bytes and no further. */
+function readResponse(res: http.IncomingMessage, finish: (r: Omit<SendResult, "durationMs">) => void): void {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const done = () =>
+    finish({
+      statusCode: res.statusCode,
+      statusText: res.statusMessage,
+      responseBody: Buffer.concat(chunks).subarray(0, RESPONSE_BODY_LIMIT).toString("utf8"),
+    });
+  res.on("data", (chunk: Buffer) => {
+    if (size >= RESPONSE_BODY_LIMIT) return;
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= RESPONSE_BODY_LIMIT) {
+      // Enough: a receiver cannot make onair read (or hold) a large body.
+      done();
+      res.destroy();
+    }
+  });
+  res.on("end", done);
+  res.on("error", done);
+  res.on("close", done);
 }

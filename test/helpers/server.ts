@@ -17,6 +17,13 @@ export interface TestServer {
   stop(): Promise<void>;
 }
 
+/**
+ * The outbound policy refuses loopback destinations by default; the tests' webhook receivers
+ * and multistream destinations listen on 127.0.0.1, as a self-hoster's local receiver would, so
+ * test servers allow exactly that (a test of the default policy sets it back to "").
+ */
+export const LOOPBACK_DESTINATIONS = { DESTINATION_ALLOW_HOSTS: "127.0.0.1,localhost" };
+
 export function tempDir(prefix = "onair-test-"): string {
   return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
 }
@@ -29,7 +36,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
   const dataDir = options.dataDir ?? tempDir();
   // Sessions end as soon as their publisher leaves unless a test asks for a reconnect window:
   // most tests are about one publish, and would otherwise wait out the default 30 s.
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", RECONNECT_WINDOW_SECONDS: "0", ...env });
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", RECONNECT_WINDOW_SECONDS: "0", ...LOOPBACK_DESTINATIONS, ...env });
   const server = await startServer(config, createLogger(config.logLevel));
   const apiUrl = `http://127.0.0.1:${server.port}/api`;
   const keyFor = (userName: string) => server.store.apiKeys.create(server.store.users.getOrCreate(userName).id);

@@ -4,7 +4,7 @@ import { loadConfig } from "../../src/config";
 import { createLogger } from "../../src/log";
 import { parseMediaPlaylist } from "../../src/media/playlists";
 import { startServer, type RunningServer } from "../../src/server";
-import { apiClient, tempDir, type Api } from "../helpers/server";
+import { apiClient, LOOPBACK_DESTINATIONS, tempDir, type Api } from "../helpers/server";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
 export interface Harness {
@@ -31,7 +31,7 @@ export async function startHarness(opts: { env?: Record<string, string>; dataDir
   const env = opts.env ?? {};
   const logs: string[] = [];
   // No reconnect window unless a test asks for one (a stream's reconnectWindow, or env).
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", HLS_SEGMENT_SECONDS: "1", RECONNECT_WINDOW_SECONDS: "0", ...env });
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", HLS_SEGMENT_SECONDS: "1", RECONNECT_WINDOW_SECONDS: "0", ...LOOPBACK_DESTINATIONS, ...env });
   const server = await startServer(config, createLogger("debug", { write: (line: string) => void logs.push(line) }));
   const key = server.firstUser?.apiKey ?? server.store.apiKeys.create(server.store.users.getOrCreate("admin").id);
   const api = apiClient(`http://127.0.0.1:${server.port}/api`, key);

@@ -5,7 +5,7 @@ import { openStore, type Store, type StreamRecord, type WebhookFields, type Webh
 import { startEvents, type EventSink, type RunningEvents } from "../../src/events";
 import { createLogger } from "../../src/log";
 import type { QueueTuning } from "../../src/queue";
-import { tempDir } from "../helpers/server";
+import { LOOPBACK_DESTINATIONS, tempDir } from "../helpers/server";
 import { deleteKeys, REDIS_URL, uniquePrefix } from "../queue/redis";
 
 export type AdapterName = "embedded" | "bullmq";
@@ -42,7 +42,7 @@ export interface Delivery {
 
 export async function startDelivery(adapter: AdapterName, env: Record<string, string> = {}, tuning: Partial<QueueTuning> = {}): Promise<Delivery> {
   const dir = tempDir();
-  const config = loadConfig({ DATA_DIR: dir, LOG_LEVEL: "silent", ...FAST_RETRIES, ...adapterEnv(adapter), ...env });
+  const config = loadConfig({ DATA_DIR: dir, LOG_LEVEL: "silent", ...FAST_RETRIES, ...LOOPBACK_DESTINATIONS, ...adapterEnv(adapter), ...env });
   const store = openStore(config.dbPath);
   const userId = store.users.getOrCreate("alice").id;
   // No jitter: the schedule is exact, so a test can tell it from scheduling noise (the jitter

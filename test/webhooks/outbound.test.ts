@@ -1,6 +1,8 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import { HOW_TO_ALLOW, OutboundPolicy, type Lookup } from "../../src/outbound";
 import { RESPONSE_BODY_LIMIT } from "../../src/webhooks";
+import { WebhookSender } from "../../src/webhooks/send";
 import { startDelivery, until, type Delivery } from "./fixture";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -93,29 +95,85 @@ it("reads no more than the response cap, even from a receiver that never stops s
   expect(entry!.durationMs).toBeLessThan(1_000);
 });
 
-describe("WEBHOOK_BLOCK_PRIVATE", () => {
+describe("the outbound policy", () => {
+  /** A loopback listener that counts TCP connections: a refused destination must see none. */
+  async function connectionCounter(): Promise<{ port: number; connections: () => number }> {
+    let count = 0;
+    const server = http.createServer();
+    server.on("connection", (socket) => {
+      count++;
+      socket.destroy();
+    });
+    servers.push(server);
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    return { port: (server.address() as AddressInfo).port, connections: () => count };
+  }
+
+  // Webhooks stored as they were before the policy (the API refuses these urls now, see
+  // test/api/outbound.test.ts): delivery checks again, at every attempt.
   it.each([
-    ["an IP literal", (port: number) => `http://127.0.0.1:${port}/hook`, /127\.0\.0\.1 is a loopback address \(WEBHOOK_BLOCK_PRIVATE\)/],
-    ["a name resolving to loopback", (port: number) => `http://localhost:${port}/hook`, /localhost resolves to (127\.0\.0\.1|::1), a loopback address \(WEBHOOK_BLOCK_PRIVATE\)/],
-  ])("refuses %s without connecting, and does not retry", async (_label, url, error) => {
-    d = await startDelivery("embedded", { WEBHOOK_BLOCK_PRIVATE: "1" });
-    const rx = await receiver(() => 200);
-    const w = d.webhook(url(rx.port));
+    ["127.0.0.1", (port: number) => `http://127.0.0.1:${port}/hook`],
+    ["[::ffff:127.0.0.1]", (port: number) => `http://[::ffff:127.0.0.1]:${port}/hook`],
+    ["a name resolving to loopback", (port: number) => `http://localhost:${port}/hook`],
+  ])("refuses %s by default before any connection is opened, in the same coarse words, and does not retry", async (_label, url) => {
+    d = await startDelivery("embedded", { DESTINATION_ALLOW_HOSTS: "" });
+    const listener = await connectionCounter();
+    const w = d.webhook(url(listener.port));
     d.events.raise("stream.started", d.stream().id, { sessionId: "s" });
     await until(() => statusesOf()[0] === "failed", "the delivery to fail");
-    expect(rx.received).toHaveLength(0);
-    expect(logOf(w.id)).toHaveLength(1);
-    expect(logOf(w.id)[0]!.error).toMatch(error);
-    expect(d.store.webhooks.get(w.id)!.lastFailure!.error).toMatch(error);
+    expect(listener.connections()).toBe(0);
+    const log = logOf(w.id);
+    expect(log).toHaveLength(1);
+    expect(log[0]).toMatchObject({ success: false, statusCode: null, responseBody: null });
+    expect(log[0]!.error).toMatch(/^destination refused by the outbound policy: (127\.0\.0\.1|::ffff:7f00:1|localhost) is not a public address \(an operator can allow it with ALLOW_PRIVATE_DESTINATIONS=true or by listing the host in DESTINATION_ALLOW_HOSTS\)$/);
+    expect(d.store.webhooks.get(w.id)!.lastFailure).toEqual({ timestamp: expect.any(Number), error: log[0]!.error });
   });
 
-  it("is off by default: a self-hosted receiver on localhost gets its events", async () => {
-    d = await startDelivery("embedded");
-    const rx = await receiver(() => 200);
-    d.webhook(`http://localhost:${rx.port}/hook`);
+  it.each([
+    ["DESTINATION_ALLOW_HOSTS=127.0.0.1", { DESTINATION_ALLOW_HOSTS: "127.0.0.1" }, (port: number) => `http://127.0.0.1:${port}/hook`],
+    ["ALLOW_PRIVATE_DESTINATIONS=true", { DESTINATION_ALLOW_HOSTS: "", ALLOW_PRIVATE_DESTINATIONS: "true" }, (port: number) => `http://localhost:${port}/hook`],
+  ])("a loopback receiver allowed with %s gets its events, and its answer is kept", async (_label, env, url) => {
+    d = await startDelivery("embedded", env);
+    const rx = await receiver(() => ({ status: 200, body: "thanks" }));
+    const w = d.webhook(url(rx.port));
     d.events.raise("stream.started", d.stream().id, { sessionId: "s" });
     await rx.waitFor((r) => r.length === 1, "the delivery");
-    expect(rx.received[0]!.status).toBe(200);
+    await until(() => statusesOf()[0] === "delivered", "the delivery to settle");
+    expect(logOf(w.id)[0]).toMatchObject({ success: true, statusCode: 200, responseBody: "thanks" });
+  });
+});
+
+describe("the sender connects to the address the policy checked, and to no other", () => {
+  // Names that exist only in the policy's own resolver: had the sender asked DNS again, they
+  // would not resolve at all.
+  const answers = (table: Record<string, string>): Lookup => async (host) => {
+    if (!table[host]) throw Object.assign(new Error(`ENOTFOUND ${host}`), { code: "ENOTFOUND" });
+    return [{ address: table[host]!, family: 4 }];
+  };
+
+  it("a name checked as 127.0.0.1 (allowed) is connected to at 127.0.0.1, with its own Host header", async () => {
+    const rx = await receiver(() => 204);
+    const policy = new OutboundPolicy({ allowPrivate: false, allowHosts: ["127.0.0.1"] }, answers({ "receiver.rebind.test": "127.0.0.1" }));
+    const sender = new WebhookSender({ timeoutMs: 2_000, policy });
+    try {
+      const result = await sender.post(`http://receiver.rebind.test:${rx.port}/hook`, "{}", { "content-type": "application/json" });
+      expect(result).toMatchObject({ statusCode: 204 });
+      expect(rx.received[0]!.headers.host).toBe(`receiver.rebind.test:${rx.port}`);
+    } finally {
+      sender.close();
+    }
+  });
+
+  it("a name that resolves to a private address is refused without a connection, its address in the operator's detail only", async () => {
+    const policy = new OutboundPolicy({ allowPrivate: false, allowHosts: [] }, answers({ "evil.rebind.test": "10.0.0.1" }));
+    const sender = new WebhookSender({ timeoutMs: 2_000, policy });
+    try {
+      const result = await sender.post("http://evil.rebind.test/hook", "{}", {});
+      expect(result).toMatchObject({ failure: "refused", refusedDetail: "evil.rebind.test resolves to 10.0.0.1, a private address" });
+      expect(result.error).toBe(`destination refused by the outbound policy: evil.rebind.test is not a public address (${HOW_TO_ALLOW})`);
+    } finally {
+      sender.close();
+    }
   });
 });
 

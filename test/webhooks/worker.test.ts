@@ -3,7 +3,7 @@ import fs from "node:fs";
 import path from "node:path";
 import { createEventSink } from "../../src/events";
 import { createLogger } from "../../src/log";
-import { apiClient, startTestServer, tempDir, type TestServer } from "../helpers/server";
+import { apiClient, LOOPBACK_DESTINATIONS, startTestServer, tempDir, type TestServer } from "../helpers/server";
 import { deleteKeys, REDIS_URL, uniquePrefix } from "../queue/redis";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -74,7 +74,8 @@ it("delivers the events an API process raises, and stops cleanly on SIGTERM", as
   const env = { REDIS_URL, REDIS_PREFIX: prefix };
   rx = await startReceiver(() => 200);
   server = await startTestServer({ ...env, WEBHOOK_CONCURRENCY: "0" });
-  const w = startWorker({ ...env, DATA_DIR: server.dataDir, LOG_LEVEL: "info" });
+  // The worker delivers to this test's loopback receiver, as the server would.
+  const w = startWorker({ ...env, ...LOOPBACK_DESTINATIONS, DATA_DIR: server.dataDir, LOG_LEVEL: "info" });
   worker = w.child;
   await w.ready;
 

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { WebhookFields } from "../../db";
 import { EVENT_NAMES } from "../../shapes";
 import type { ApiDeps } from "../deps";
+import { checkDestinations } from "../destinations";
 import { notFound } from "../errors";
 import { decodeCursor } from "../pagination";
 import { presentWebhook } from "../present";
@@ -12,7 +13,7 @@ import { pageResult } from "./listing";
 
 const TAG = "Webhooks";
 const notFoundResponse = { description: "No such webhook of the caller", schema: errorBody };
-const invalid = { description: "Invalid body", schema: errorBody };
+const invalid = { description: "Invalid body, or a receiver the outbound policy refuses", schema: errorBody };
 
 export function webhookRoutes(deps: ApiDeps): Route[] {
   const { store } = deps;
@@ -43,7 +44,10 @@ export function webhookRoutes(deps: ApiDeps): Route[] {
       summary: "Register a webhook for some events of all the caller's streams",
       body: webhookBody,
       responses: { 200: { description: "The new webhook", schema: webhookObject }, 422: invalid },
-      handle: ({ userId, body }) => ({ status: 200, body: presentWebhook(store.webhooks.create(userId, fields(userId, body))) }),
+      handle: async ({ userId, body }) => {
+        await checkDestinations(deps, [{ field: "url", host: hostOf(body.url) }]);
+        return { status: 200, body: presentWebhook(store.webhooks.create(userId, fields(userId, body))) };
+      },
     }),
 
     route({
@@ -73,8 +77,9 @@ export function webhookRoutes(deps: ApiDeps): Route[] {
       summary: "Replace a webhook's fields",
       body: webhookBody,
       responses: { 200: { description: "The updated webhook", schema: webhookObject }, 404: notFoundResponse, 422: invalid },
-      handle: ({ userId, params, body }) => {
+      handle: async ({ userId, params, body }) => {
         const w = owned(userId, params.id!);
+        await checkDestinations(deps, [{ field: "url", host: hostOf(body.url) }]);
         store.webhooks.replace(w.id, fields(userId, body));
         return { status: 200, body: presentWebhook(store.webhooks.get(w.id)!) };
       },
