@@ -80,8 +80,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   });
   // --- end of metrics ---
 
-  // One outbound policy for every connection a user's input makes: webhook deliveries and the
-  // API's checks of their urls.
+  // One outbound policy for every connection a user's input makes: webhook deliveries,
+  // multistream pushes, and the API's checks of their urls.
   const outbound = new OutboundPolicy(config.outbound);
 
   // --- events → webhook deliveries (src/events, src/queue, src/webhooks) ---
@@ -142,7 +142,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   let rtmpPort = config.rtmpPort;
   // Pushes to multistream targets while a session is live. Shutdown ends every session first,
   // which finishes their pushes; processes.stopAll below stops any still draining.
-  const multistream = new MultistreamManager({ store, events, log, registry: processes, ffmpegPath: ffmpeg?.path });
+  const multistream = new MultistreamManager({ store, events, log, registry: processes, ffmpegPath: ffmpeg?.path, policy: outbound });
   const sessions = new SessionManager({
     store,
     events,

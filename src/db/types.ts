@@ -54,6 +54,8 @@ export interface TargetRecord {
   name: string;
   url: string;
   disabled: boolean;
+  /** rtmps: verify the destination's certificate (the default); false skips it. */
+  tlsVerify: boolean;
   createdAt: number;
 }
 

@@ -2,6 +2,8 @@
 // A target's url carries the destination's stream key (or an SRT streamid/passphrase): no
 // text that leaves this module may contain it.
 
+import { parseTargetUrl } from "./targetUrl";
+
 export interface PushFailure {
   /** One line for people: what went wrong with the destination, never its url. */
   reason: string;
@@ -19,22 +21,34 @@ interface ParsedUrl {
 
 function parseDestination(url: string): ParsedUrl {
   const scheme = url.slice(0, Math.max(0, url.indexOf(":"))).toLowerCase() || "rtmp";
-  try {
-    const u = new URL(url);
-    const pieces = [...u.pathname.split("/"), ...u.searchParams.values(), u.username, u.password];
-    const decoded = pieces.flatMap((p) => {
-      try {
-        return [p, decodeURIComponent(p)];
-      } catch {
-        return [p];
-      }
-    });
-    // Short pieces (`app`, `live2`) are not secrets, and would garble ordinary words if cut.
-    const secrets = [...new Set(decoded.filter((p) => p.length >= 6))].sort((a, b) => b.length - a.length);
-    return { scheme, host: u.host, secrets };
-  } catch {
-    return { scheme, host: "the destination", secrets: [] };
+  const parsed = parseTargetUrl(url);
+  let host: string;
+  let pieces: string[];
+  if (parsed.ok) {
+    const u = parsed.url;
+    host = `${u.hostKind === "ipv6" ? `[${u.host}]` : u.host}${u.port !== undefined ? `:${u.port}` : ""}`;
+    // rtmp: every part of the path and query (a stream key may sit in either); srt: the option
+    // values (streamid, passphrase); and any credentials.
+    pieces = [...u.path.split(/[/?&=#]/), ...u.options.map(([, v]) => v), ...(u.userinfo ?? "").split(":")];
+  } else {
+    try {
+      const u = new URL(url);
+      host = u.host;
+      pieces = [...u.pathname.split("/"), ...u.searchParams.values(), u.username, u.password];
+    } catch {
+      return { scheme, host: "the destination", secrets: [] };
+    }
   }
+  const decoded = pieces.flatMap((p) => {
+    try {
+      return [p, decodeURIComponent(p)];
+    } catch {
+      return [p];
+    }
+  });
+  // Short pieces (`app`, `live2`) are not secrets, and would garble ordinary words if cut.
+  const secrets = [...new Set(decoded.filter((p) => p.length >= 6))].sort((a, b) => b.length - a.length);
+  return { scheme, host, secrets };
 }
 
 /** `text` with the destination url (and any secret part of it) replaced by `scheme://host/…`. */
@@ -82,6 +96,9 @@ export function describePushFailure(
   if (d.scheme === "srt" && has(/Connection to srt:.* failed/) && !o.connected) {
     // libsrt reports a caller that got no answer, or was rejected, as a bare I/O error.
     return { reason: `no SRT listener at ${d.host} took the connection (check the url and streamid)`, permanent: false };
+  }
+  if (has(/certificate failed verification|certificate verify failed|Certificate .*(expired|not trusted|revoked)|hostname mismatch/i) && !o.connected) {
+    return { reason: `the TLS certificate of ${d.host} failed verification (a target whose destination has no publicly trusted certificate may set "tlsVerify": false)`, permanent: false };
   }
   if (has(/TLS|tls @|certificate|GnuTLS|SSL/) && !o.connected) return { reason: `TLS handshake with ${d.host} failed`, permanent: false };
   if (has(/Broken pipe|Connection reset by peer|End of file|Input\/output error/)) {

@@ -1,7 +1,9 @@
+import fs from "node:fs";
 import type { Store } from "../db";
 import type { EventSink } from "../events";
 import type { Logger } from "../log";
 import type { ProcessRegistry } from "../media";
+import type { OutboundPolicy } from "../outbound";
 import type { LiveSessionInfo, LiveSessionObserver } from "../sessions";
 import type { EventName, EventTarget } from "../shapes";
 import { diffPushes, planPushes, type PushSpec } from "./plan";
@@ -14,6 +16,10 @@ export interface MultistreamDeps {
   registry: ProcessRegistry;
   /** Sessions only start with ffmpeg; undefined means none will. */
   ffmpegPath: string | undefined;
+  /** Which destinations pushes may connect to, asked before every ffmpeg start. */
+  policy: OutboundPolicy;
+  /** The CA bundle rtmps certificates are verified against; default: the system's, if found. */
+  caFile?: string;
   /**
    * How long a push may go on sending after its session ended: a rendition push runs about a
    * segment or two behind the source and ends by itself at the playlist's end; this only bounds
@@ -43,9 +49,11 @@ interface LivePushes {
 export class MultistreamManager implements LiveSessionObserver {
   private readonly live = new Map<string, LivePushes>();
   private readonly drainMs: number;
+  private readonly caFile: string | undefined;
 
   constructor(private readonly deps: MultistreamDeps) {
     this.drainMs = deps.drainMs ?? 10_000;
+    this.caFile = deps.caFile ?? SYSTEM_CA_FILES.find((f) => fs.existsSync(f));
   }
 
   sessionLive(info: LiveSessionInfo): void {
@@ -100,6 +108,9 @@ export class MultistreamManager implements LiveSessionObserver {
         const push = new TargetPush({
           target: spec.target,
           url: spec.url,
+          tlsVerify: spec.tlsVerify,
+          caFile: this.caFile,
+          policy: this.deps.policy,
           videoOnly: spec.videoOnly,
           input: spec.input,
           ffmpegPath,
@@ -142,5 +153,11 @@ export class MultistreamManager implements LiveSessionObserver {
     }
   }
 }
+
+/**
+ * Where Debian (and Ubuntu, Alpine) and Red Hat keep the system's CA bundle. GnuTLS builds of
+ * ffmpeg (Debian's) fall back on the system store without one; OpenSSL builds verify nothing.
+ */
+const SYSTEM_CA_FILES = ["/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"];
 
 const targetFields = (t: EventTarget) => ({ targetId: t.id, targetName: t.name, profile: t.profile });

@@ -11,6 +11,8 @@ export interface PushSpec {
   key: string;
   target: EventTarget;
   url: string;
+  /** rtmps: verify the destination's certificate. */
+  tlsVerify: boolean;
   videoOnly: boolean;
   input: PushInput;
 }
@@ -73,12 +75,12 @@ export function planPushes(o: PlanInput): PushPlan {
       }
       input = { kind: "rendition", playlist: variantPlaylist(o.hlsDir, r) };
     }
-    plan.wanted.push({ key, target, url: t.url, videoOnly: ref.videoOnly, input });
+    plan.wanted.push({ key, target, url: t.url, tlsVerify: t.tlsVerify, videoOnly: ref.videoOnly, input });
   }
   return plan;
 }
 
-export type StopWhy = "reference removed" | "target disabled" | "target url changed";
+export type StopWhy = "reference removed" | "target disabled" | "target url changed" | "target tlsVerify changed";
 
 export interface PushChanges {
   start: PushSpec[];
@@ -88,14 +90,14 @@ export interface PushChanges {
 }
 
 /** From the pushes running (by key) to the plan: only what differs is started or stopped. */
-export function diffPushes(running: ReadonlyMap<string, Pick<PushSpec, "url">>, plan: PushPlan): PushChanges {
+export function diffPushes(running: ReadonlyMap<string, Pick<PushSpec, "url" | "tlsVerify">>, plan: PushPlan): PushChanges {
   const changes: PushChanges = { start: [], stop: [], keep: [] };
   const wanted = new Map(plan.wanted.map((w) => [w.key, w]));
   for (const [key, r] of running) {
     const w = wanted.get(key);
     if (!w) changes.stop.push({ key, why: plan.disabled.has(key) ? "target disabled" : "reference removed" });
-    else if (w.url !== r.url) {
-      changes.stop.push({ key, why: "target url changed" });
+    else if (w.url !== r.url || w.tlsVerify !== r.tlsVerify) {
+      changes.stop.push({ key, why: w.url !== r.url ? "target url changed" : "target tlsVerify changed" });
       changes.start.push(w);
     } else changes.keep.push(w);
   }

@@ -1,5 +1,7 @@
 // ffmpeg argument lists for multistream pushes, as pure functions.
 
+import { parseTargetUrl } from "./targetUrl";
+
 /** Where a push reads the media it sends. */
 export type PushInput =
   /** The published stream on the local RTMP server, copied as it arrives. */
@@ -9,9 +11,16 @@ export type PushInput =
 
 export interface PushArgsInput {
   input: PushInput;
-  /** The target's url: rtmp://, rtmps:// or srt:// (validated by the API). */
+  /** The target's url: rtmp://, rtmps:// or srt://, parsed again here; ffmpeg gets its canonical form. */
   destination: string;
   videoOnly: boolean;
+  /**
+   * rtmps: verify the destination's certificate (default true). ffmpeg's tls protocol does not
+   * unless told to (`-tls_verify 1`); its OpenSSL builds also need the CA file named.
+   */
+  tlsVerify?: boolean;
+  /** The system's CA bundle (Debian: /etc/ssl/certs/ca-certificates.crt), when it has one. */
+  caFile?: string;
 }
 
 /**
@@ -46,8 +55,10 @@ export function destinationMuxer(url: string): "flv" | "mpegts" | undefined {
  * connected once a block reports media written (see `progressShowsMedia`).
  */
 export function buildPushArgs(o: PushArgsInput): string[] {
-  const muxer = destinationMuxer(o.destination);
-  if (!muxer) throw new Error("a multistream destination must be rtmp://, rtmps:// or srt://");
+  const parsed = parseTargetUrl(o.destination);
+  if (!parsed.ok) throw new Error(`a multistream destination must be a valid rtmp://, rtmps:// or srt:// url: it ${parsed.error}`);
+  const destination = parsed.url;
+  const muxer = destinationMuxer(destination.canonical)!;
   const args = ["-hide_banner", "-nostdin", "-nostats", "-loglevel", "warning", "-progress", "pipe:1"];
   if (o.input.kind === "source") {
     // The local RTMP server never stalls on its own, but a stall must not hang the push.
@@ -65,7 +76,14 @@ export function buildPushArgs(o: PushArgsInput): string[] {
   } else {
     args.push("-f", "mpegts");
   }
-  args.push("-rw_timeout", String(PUSH_IO_TIMEOUT_US), o.destination);
+  // Output options reach the protocols that open the url: rtmps hands these to its tls layer.
+  if (destination.scheme === "rtmps" && o.tlsVerify !== false) {
+    args.push("-tls_verify", "1");
+    if (o.caFile) args.push("-ca_file", o.caFile);
+  }
+  // The canonical url, last: whatever follows the host is the stream's name (rtmp) or a checked
+  // option (srt), never an ffmpeg option of ours.
+  args.push("-rw_timeout", String(PUSH_IO_TIMEOUT_US), destination.canonical);
   return args;
 }
 

@@ -1,9 +1,11 @@
 import type { Logger } from "../log";
 import { spawnSupervised, type ProcessEnd, type ProcessRegistry, type SupervisedProcess } from "../media";
+import type { DestinationCheck, OutboundPolicy } from "../outbound";
 import type { EventTarget } from "../shapes";
 import { failuresAfter, retryDelayMs } from "./backoff";
 import { describePushFailure, redactDestination } from "./failure";
 import { buildPushArgs, progressShowsMedia, type PushInput } from "./pushArgs";
+import { parseTargetUrl, withAddress, type TargetUrl } from "./targetUrl";
 
 /** What a push tells its owner, which raises the multistream.* events. */
 export type PushReport = { kind: "connected" } | { kind: "error"; reason: string } | { kind: "disconnected" };
@@ -12,8 +14,13 @@ export interface TargetPushOptions {
   target: EventTarget;
   /** Secret: holds the destination's stream key. Never logged, never reported. */
   url: string;
+  /** rtmps: verify the destination's certificate against `caFile`. */
+  tlsVerify: boolean;
+  caFile: string | undefined;
   videoOnly: boolean;
   input: PushInput;
+  /** Asked before every ffmpeg start: the destination may resolve elsewhere since the last. */
+  policy: OutboundPolicy;
   ffmpegPath: string;
   registry: ProcessRegistry;
   /** Already carries the stream, session and target. */
@@ -38,6 +45,10 @@ export class TargetPush {
   private failures = 0;
   private attempts = 0;
   private lastReported: string | undefined;
+  /** The outbound policy is being asked: an attempt is under way without a process yet. */
+  private checking = false;
+  /** The url ffmpeg was last given, when it differs from the target's (an srt address put in). */
+  private pinnedUrl: string | undefined;
   private readonly processLog: Logger;
   private markClosed!: () => void;
   /** Resolves once the push is over: no process, no retry pending, its events reported. */
@@ -48,7 +59,11 @@ export class TargetPush {
     // hold the url, so they are redacted on their way out (and the local source's url, whose
     // path is the stream's own key).
     const source = o.input.kind === "source" ? o.input.url : undefined;
-    const redact = (s: string) => (source ? redactDestination(redactDestination(s, o.url), source) : redactDestination(s, o.url));
+    const redact = (s: string) => {
+      let out = s;
+      for (const secret of [this.pinnedUrl, o.url, source]) if (secret) out = redactDestination(out, secret);
+      return out;
+    };
     this.processLog = o.log.child({}, { serializers: { args: (v: string) => redact(String(v)), stderrTail: (v: string[]) => v.map(redact) } });
   }
 
@@ -105,9 +120,51 @@ export class TargetPush {
     this.retryTimer = undefined;
     if (this.state !== "running") return;
     this.attempts++;
+    const parsed = parseTargetUrl(this.o.url);
+    if (!parsed.ok) {
+      // Stored before urls were checked this closely: never handed to ffmpeg.
+      const reason = `the target's url is not accepted: it ${parsed.error}; give the target a new url`;
+      this.o.log.error({ attempt: this.attempts, reason }, "multistream push failed: not retrying");
+      this.o.report({ kind: "error", reason });
+      this.state = "stopped";
+      this.settle();
+      return;
+    }
+    this.checking = true;
+    void this.o.policy
+      .check(parsed.url.host)
+      .then((check) => {
+        this.checking = false;
+        if (this.state !== "running") return this.settle();
+        if (check.outcome === "allowed") this.launch(parsed.url, check.addresses[0]!.address);
+        else this.refused(check);
+      })
+      .catch((err: unknown) => {
+        // Not expected (the check never throws): the push must neither hang nor stop for it.
+        this.checking = false;
+        this.o.log.error({ err, attempt: this.attempts }, "multistream push could not start: retrying");
+        if (this.state !== "running") return this.settle();
+        this.failures = failuresAfter(this.failures, undefined);
+        this.retryTimer = setTimeout(() => this.attempt(), retryDelayMs(this.failures));
+      });
+  }
+
+  /**
+   * ffmpeg starts right after the outbound policy allowed the destination. For srt the checked
+   * address itself goes into the url: SRT makes no use of the host name. rtmp(s) keeps the name,
+   * since TLS needs it for SNI and the certificate check, and RTMP sends it in tcUrl, which
+   * ingest services route on; so ffmpeg resolves it once more, a few milliseconds after the
+   * check. A name that answers public then private within that window (DNS rebinding with a
+   * zero TTL) could still reach a private address: accepted, because what it reaches is an RTMP
+   * handshake of random bytes, not a request of the user's choosing, nothing of the answer comes
+   * back but a connection failure, and every retry is checked again and backs off to 30 s.
+   */
+  private launch(url: TargetUrl, address: string): void {
+    const destination = url.scheme === "srt" && url.hostKind === "name" ? withAddress(url, address) : url.canonical;
+    this.pinnedUrl = destination === url.canonical ? undefined : destination;
     const p = spawnSupervised(this.o.registry, {
       command: this.o.ffmpegPath,
-      args: buildPushArgs({ input: this.o.input, destination: this.o.url, videoOnly: this.o.videoOnly }),
+      args: buildPushArgs({ input: this.o.input, destination, videoOnly: this.o.videoOnly, tlsVerify: this.o.tlsVerify, caFile: this.o.caFile }),
       log: this.processLog,
       name: "ffmpeg push",
       onStdoutLine: (line) => {
@@ -118,6 +175,20 @@ export class TargetPush {
     this.process = p;
     this.o.log.info({ attempt: this.attempts, pid: p.pid }, "multistream push starting");
     void p.ended.then((end) => this.exited(p, end));
+  }
+
+  /** Refused by the outbound policy, or not resolved: nothing was started; tried again later. */
+  private refused(check: Exclude<DestinationCheck, { outcome: "allowed" }>): void {
+    this.failures = failuresAfter(this.failures, undefined);
+    const retryInMs = retryDelayMs(this.failures);
+    const fields = { attempt: this.attempts, failuresInARow: this.failures, reason: check.reason, retryInMs };
+    if (check.outcome === "refused") this.o.log.warn({ ...fields, refused: check.detail }, "multistream push refused by the outbound policy: retrying");
+    else this.o.log.warn({ ...fields, code: check.code }, "multistream push failed: retrying");
+    if (check.reason !== this.lastReported) {
+      this.lastReported = check.reason;
+      this.o.report({ kind: "error", reason: check.reason });
+    }
+    this.retryTimer = setTimeout(() => this.attempt(), retryInMs);
   }
 
   private becameConnected(): void {
@@ -173,6 +244,6 @@ export class TargetPush {
   }
 
   private settle(): void {
-    if (this.state !== "running" && !this.process && !this.retryTimer) this.markClosed();
+    if (this.state !== "running" && !this.process && !this.retryTimer && !this.checking) this.markClosed();
   }
 }

@@ -1,7 +1,14 @@
 import { z } from "zod";
+import { expected } from "./messages";
 
 // The multistream target object. Spec 2.4: a target's url is write-only; only the create
 // response carries it.
+
+// An onair extension: ffmpeg does not verify rtmps certificates unless told to, and onair
+// tells it to, against the system's CA store; a target may opt out.
+export const targetTlsVerify = z
+  .boolean(expected("a boolean"))
+  .describe("onair extension: verify an rtmps:// destination's certificate against the system's CA store (default true); false skips the check");
 
 export const targetObject = z
   .object({
@@ -9,6 +16,7 @@ export const targetObject = z
     userId: z.string(),
     name: z.string(),
     disabled: z.boolean(),
+    tlsVerify: targetTlsVerify,
     createdAt: z.number(),
   })
   .meta({ id: "MultistreamTarget", description: "The url is never returned after create." });
@@ -25,10 +33,12 @@ export interface StoredTarget {
   userId: string;
   name: string;
   disabled: boolean;
+  /** rtmps: verify the destination's certificate (the default); false skips it. */
+  tlsVerify: boolean;
   createdAt: number;
 }
 
 /** Spec 2.4: a target's url is write-only; only the create response carries it. */
 export function presentTarget(t: StoredTarget): TargetJson {
-  return { id: t.id, userId: t.userId, name: t.name, disabled: t.disabled, createdAt: t.createdAt };
+  return { id: t.id, userId: t.userId, name: t.name, disabled: t.disabled, tlsVerify: t.tlsVerify, createdAt: t.createdAt };
 }

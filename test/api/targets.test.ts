@@ -32,7 +32,8 @@ describe("multistream targets", () => {
   it.each([
     [{}, /url: is required/],
     [{ url: "http://example.com/live" }, /url: must start with rtmp:\/\/, rtmps:\/\/ or srt:\/\//],
-    [{ url: "not a url" }, /url: must be an absolute URL/],
+    [{ url: "not-a-url" }, /url: must be an absolute URL/],
+    [{ url: "not a url" }, /url: must be printable ASCII without spaces/],
     [{ url: 42 }, /url: must be a string/],
     [{ url: "rtmp://h/a", name: "" }, /name: must not be empty/],
     [{ url: "rtmp://h/a", disabled: "no" }, /disabled: must be a boolean/],

@@ -22,7 +22,8 @@ describe("buildPushArgs", () => {
       { kind: "source" as const, url: SOURCE },
       "rtmps://b.example.com:443/app/KEY",
       true,
-      `-rw_timeout 10000000 -i ${SOURCE} -map 0:v:0 -an -c copy -f flv -flvflags no_duration_filesize -rw_timeout 10000000 rtmps://b.example.com:443/app/KEY`,
+      // ffmpeg does not verify rtmps certificates unless told to.
+      `-rw_timeout 10000000 -i ${SOURCE} -map 0:v:0 -an -c copy -f flv -flvflags no_duration_filesize -tls_verify 1 -rw_timeout 10000000 rtmps://b.example.com:443/app/KEY`,
     ],
     [
       "a rendition to SRT: its live HLS from the newest segment, paced, as MPEG-TS",
@@ -32,11 +33,11 @@ describe("buildPushArgs", () => {
       `-re -live_start_index -1 -analyzeduration 500000 -i ${PLAYLIST} -map 0:v:0 -map 0:a:0? -c copy -f mpegts -rw_timeout 10000000 srt://c.example.com:9000?streamid=KEY`,
     ],
     [
-      "a rendition, video only, upper-case scheme",
+      "a rendition, video only, upper-case scheme and host: the canonical url",
       { kind: "rendition" as const, playlist: PLAYLIST },
-      "RTMP://d.example.com/app/KEY",
+      "RTMP://D.Example.com/app/KEY",
       true,
-      `-re -live_start_index -1 -analyzeduration 500000 -i ${PLAYLIST} -map 0:v:0 -an -c copy -f flv -flvflags no_duration_filesize -rw_timeout 10000000 RTMP://d.example.com/app/KEY`,
+      `-re -live_start_index -1 -analyzeduration 500000 -i ${PLAYLIST} -map 0:v:0 -an -c copy -f flv -flvflags no_duration_filesize -rw_timeout 10000000 rtmp://d.example.com/app/KEY`,
     ],
   ])("%s", (_case, input, destination, videoOnly, expected) => {
     const args = buildPushArgs({ input, destination, videoOnly });
@@ -45,11 +46,31 @@ describe("buildPushArgs", () => {
     // Copy only: a push never encodes.
     expect(args).not.toContain("libx264");
     expect(args).not.toContain("-filter_complex");
-    expect(args[args.length - 1]).toBe(destination);
+    expect(args[args.length - 1]).toBe(expected.split(" ").pop());
   });
 
-  it("refuses a destination it cannot mux for", () => {
-    expect(() => buildPushArgs({ input: { kind: "source", url: SOURCE }, destination: "http://x/y", videoOnly: false })).toThrow(/rtmp/);
+  it("refuses a destination it cannot mux for, or one that is not a clean url", () => {
+    for (const destination of ["http://x/y", "\trtmp://x.example.com/app/k", "rtmp://x.example.com/app/k\n-f", "srt://0.0.0.0:40007?mode=listener"]) {
+      expect(() => buildPushArgs({ input: { kind: "source", url: SOURCE }, destination, videoOnly: false })).toThrow(/multistream destination must be a valid rtmp/);
+    }
+  });
+
+  it("a Facebook rtmps url: the query stays in the stream name, one argument, last; the certificate verified against the CA file", () => {
+    const url = "rtmps://live-api-s.facebook.com:443/rtmp/FB-1234567890-0-AbCdEf?s_bl=1&s_sw=0";
+    const args = buildPushArgs({ input: { kind: "source", url: SOURCE }, destination: url, videoOnly: false, caFile: "/etc/ssl/certs/ca-certificates.crt" });
+    expect(args.slice(-9, -1)).toEqual(["-flvflags", "no_duration_filesize", "-tls_verify", "1", "-ca_file", "/etc/ssl/certs/ca-certificates.crt", "-rw_timeout", "10000000"]);
+    expect(args[args.length - 1]).toBe(url);
+    // Nothing of the query became an argument of its own.
+    expect(args.filter((a) => a.includes("s_bl"))).toEqual([url]);
+    expect(args).not.toContain("-s_bl");
+  });
+
+  it("tlsVerify: false leaves ffmpeg's default (no verification); other schemes never get TLS options", () => {
+    const rtmps = buildPushArgs({ input: { kind: "source", url: SOURCE }, destination: "rtmps://b.example.com/app/KEY", videoOnly: false, tlsVerify: false, caFile: "/ca.crt" });
+    expect(rtmps).not.toContain("-tls_verify");
+    expect(rtmps).not.toContain("-ca_file");
+    const rtmp = buildPushArgs({ input: { kind: "source", url: SOURCE }, destination: "rtmp://b.example.com/app/KEY", videoOnly: false, caFile: "/ca.crt" });
+    expect(rtmp).not.toContain("-tls_verify");
   });
 
   it.each([
@@ -114,7 +135,7 @@ describe("retry back-off", () => {
 
 describe("planPushes and diffPushes", () => {
   const T = (id: string, over: Partial<TargetRecord> = {}): TargetRecord => ({
-    seq: 1, id, userId: "u", name: `name-${id}`, url: `rtmp://${id}.example.com/app/key-${id}`, disabled: false, createdAt: 0, ...over,
+    seq: 1, id, userId: "u", name: `name-${id}`, url: `rtmp://${id}.example.com/app/key-${id}`, disabled: false, tlsVerify: true, createdAt: 0, ...over,
   });
   const ladder = renditionLadder(
     [
@@ -131,8 +152,8 @@ describe("planPushes and diffPushes", () => {
   it("source reads the local RTMP; a rendition reads its own live playlist; disabled targets are skipped", () => {
     const plan = planPushes({ ...base, target, refs: [ref("a", "source"), ref("b", "360p", true), ref("c", "source")] });
     expect(plan.wanted).toEqual([
-      { key: "a/source/av", target: { id: "a", name: "name-a", profile: "source" }, url: "rtmp://a.example.com/app/key-a", videoOnly: false, input: { kind: "source", url: SOURCE } },
-      { key: "b/360p/video", target: { id: "b", name: "name-b", profile: "360p" }, url: "rtmp://b.example.com/app/key-b", videoOnly: true, input: { kind: "rendition", playlist: "/data/hls/pb/1/index.m3u8" } },
+      { key: "a/source/av", target: { id: "a", name: "name-a", profile: "source" }, url: "rtmp://a.example.com/app/key-a", tlsVerify: true, videoOnly: false, input: { kind: "source", url: SOURCE } },
+      { key: "b/360p/video", target: { id: "b", name: "name-b", profile: "360p" }, url: "rtmp://b.example.com/app/key-b", tlsVerify: true, videoOnly: true, input: { kind: "rendition", playlist: "/data/hls/pb/1/index.m3u8" } },
     ]);
     expect([...plan.disabled]).toEqual(["c/source/av"]);
     expect(plan.problems).toEqual([]);
@@ -154,10 +175,11 @@ describe("planPushes and diffPushes", () => {
 
   it("diff: starts what is new, stops what went or changed, leaves the rest", () => {
     const running = new Map([
-      ["a/source/av", { url: "rtmp://a.example.com/app/key-a" }],
-      ["b/360p/video", { url: "rtmp://old.example.com/app/key-b" }],
-      ["c/source/av", { url: "rtmp://c.example.com/app/key-c" }],
-      ["x/source/av", { url: "rtmp://x.example.com/app/key-x" }],
+      ["a/source/av", { url: "rtmp://a.example.com/app/key-a", tlsVerify: true }],
+      ["b/360p/video", { url: "rtmp://old.example.com/app/key-b", tlsVerify: true }],
+      ["c/source/av", { url: "rtmp://c.example.com/app/key-c", tlsVerify: true }],
+      ["d/720p/av", { url: "rtmp://d.example.com/app/key-d", tlsVerify: false }],
+      ["x/source/av", { url: "rtmp://x.example.com/app/key-x", tlsVerify: true }],
     ]);
     const renamed = new Map(targets).set("a", T("a", { name: "renamed" }));
     const plan: PushPlan = planPushes({
@@ -169,6 +191,7 @@ describe("planPushes and diffPushes", () => {
     expect(changes.stop).toEqual([
       { key: "b/360p/video", why: "target url changed" },
       { key: "c/source/av", why: "target disabled" },
+      { key: "d/720p/av", why: "target tlsVerify changed" },
       { key: "x/source/av", why: "reference removed" },
     ]);
     expect(changes.start.map((s) => s.key)).toEqual(["b/360p/video", "d/720p/av"]);

@@ -35,7 +35,7 @@ export function resolveTargetRefs(store: Store, userId: string, input: Multistre
   return input.targets.map((t) => {
     const id =
       t.id ??
-      store.targets.create({ userId, name: t.spec!.name ?? hostOf(t.spec!.url), url: t.spec!.url, disabled: false }).id;
+      store.targets.create({ userId, name: t.spec!.name ?? hostOf(t.spec!.url), url: t.spec!.url, disabled: false, tlsVerify: t.spec!.tlsVerify }).id;
     return { id, profile: t.profile, videoOnly: t.videoOnly };
   });
 }

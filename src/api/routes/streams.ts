@@ -2,11 +2,12 @@ import { DEFAULT_LIMITS, type LimitSettings } from "../../config";
 import type { StreamRecord } from "../../db";
 import { presentStream, streamObject } from "../../shapes";
 import type { ApiDeps } from "../deps";
+import { checkDestinations } from "../destinations";
 import { badRequest, notFound, notImplemented, unprocessable } from "../errors";
 import { parseStreamFilters } from "../filters";
 import { decodeCursor } from "../pagination";
 import { route, type Route } from "../route";
-import { errorBody } from "../schemas/common";
+import { errorBody, hostOf } from "../schemas/common";
 import { playbackPolicy, recordPatchBody, streamCreateBody, streamListQuery, streamPatchBody } from "../schemas/stream";
 import type { z } from "zod";
 import { checkRefProfiles, resolveTargetRefs } from "./multistreamRefs";
@@ -20,6 +21,12 @@ function checkPlaybackPolicy(p: z.output<typeof playbackPolicy> | null | undefin
   if (p === undefined || p === null) return p;
   if (p.type !== "public") throw notImplemented(`playbackPolicy type "${p.type}" is not supported; only "public" playback is`);
   return { type: "public" };
+}
+
+/** Inline target specs create targets: their urls pass the outbound policy like any target's. */
+function checkInlineTargets(deps: ApiDeps, body: { multistream?: { targets: { spec?: { url: string } }[] } }): Promise<void> {
+  const hosts = (body.multistream?.targets ?? []).flatMap((t, i) => (t.spec ? [{ field: `multistream.targets[${i}].spec.url`, host: hostOf(t.spec.url) }] : []));
+  return checkDestinations(deps, hosts);
 }
 
 /**
@@ -79,9 +86,10 @@ export function streamRoutes(deps: ApiDeps): Route[] {
       summary: "Create a stream",
       body: streamCreateBody,
       responses: { 201: { description: "The new stream", schema: streamObject }, 422: { description: "Invalid body", schema: errorBody } },
-      handle: ({ userId, body }) => {
+      handle: async ({ userId, body }) => {
         if (body.pull !== undefined) throw notImplemented("pull streams are not supported: push RTMP to the ingest URL instead");
         checkCaps(body, limits);
+        await checkInlineTargets(deps, body);
         const policy = checkPlaybackPolicy(body.playbackPolicy);
         const profiles = body.profiles ?? [];
         const stream = store.db.transaction(() => {
@@ -124,9 +132,10 @@ export function streamRoutes(deps: ApiDeps): Route[] {
       summary: "Update a stream; `suspended: true` ends its live session and refuses publishes until false",
       body: streamPatchBody,
       responses: { 204: { description: "Updated" }, 400: { description: "A child stream object", schema: errorBody }, 404: notFoundResponse, 422: { description: "Invalid body", schema: errorBody } },
-      handle: ({ userId, body, params }) => {
+      handle: async ({ userId, body, params }) => {
         checkCaps(body, limits);
         const s = ownedParent(userId, params.id!, "historic child stream objects are read-only; update the parent stream");
+        await checkInlineTargets(deps, body);
         const policy = checkPlaybackPolicy(body.playbackPolicy);
         const profiles = body.profiles === undefined ? s.profiles : (body.profiles ?? []);
         store.db.transaction(() => {

@@ -1,5 +1,6 @@
 import { presentTarget, targetCreatedObject, targetObject } from "../../shapes";
 import type { ApiDeps } from "../deps";
+import { checkDestinations } from "../destinations";
 import { badRequest, notFound } from "../errors";
 import { decodeCursor } from "../pagination";
 import { route, type Route } from "../route";
@@ -25,9 +26,10 @@ export function targetRoutes(deps: ApiDeps): Route[] {
       tag: TAG,
       summary: "Create a multistream target (it receives nothing until a stream references it)",
       body: targetCreateBody,
-      responses: { 201: { description: "The new target, with its url (the only time it is returned)", schema: targetCreatedObject }, 422: { description: "Invalid body", schema: errorBody } },
-      handle: ({ userId, body }) => {
-        const t = store.targets.create({ userId, url: body.url, name: body.name ?? hostOf(body.url), disabled: body.disabled ?? false });
+      responses: { 201: { description: "The new target, with its url (the only time it is returned)", schema: targetCreatedObject }, 422: { description: "Invalid body, or a destination the outbound policy refuses", schema: errorBody } },
+      handle: async ({ userId, body }) => {
+        await checkDestinations(deps, [{ field: "url", host: hostOf(body.url) }]);
+        const t = store.targets.create({ userId, url: body.url, name: body.name ?? hostOf(body.url), disabled: body.disabled ?? false, tlsVerify: body.tlsVerify });
         return { status: 201, body: { ...presentTarget(t), url: t.url } };
       },
     }),
@@ -58,10 +60,11 @@ export function targetRoutes(deps: ApiDeps): Route[] {
       tag: TAG,
       summary: "Update a target; absent fields stay unchanged, a new url must be given whole",
       body: targetPatchBody,
-      responses: { 204: { description: "Updated" }, 404: notFoundResponse, 422: { description: "Invalid body", schema: errorBody } },
-      handle: ({ userId, params, body }) => {
+      responses: { 204: { description: "Updated" }, 404: notFoundResponse, 422: { description: "Invalid body, or a destination the outbound policy refuses", schema: errorBody } },
+      handle: async ({ userId, params, body }) => {
         const t = owned(userId, params.id!);
-        store.targets.update(t.id, { name: body.name, url: body.url, disabled: body.disabled });
+        if (body.url !== undefined) await checkDestinations(deps, [{ field: "url", host: hostOf(body.url) }]);
+        store.targets.update(t.id, { name: body.name, url: body.url, disabled: body.disabled, tlsVerify: body.tlsVerify });
         // A live stream pushing to this target starts, stops or redirects its push.
         for (const stream of store.streamTargets.streamsReferencing(t.id)) deps.live.streamChanged(stream.id);
         return { status: 204 };

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { parseTargetUrl } from "../../multistream";
 import { expected, profile } from "../../shapes";
 
 export const errorBody = z
@@ -36,18 +37,21 @@ export const listQuery = z.object({
   cursor: z.string().max(200).optional(),
 });
 
-/** `rtmp://`, `rtmps://` or `srt://` with a host: where a multistream target sends media. */
+/**
+ * `rtmp://`, `rtmps://` or `srt://` with a host: where a multistream target sends media. Parsed
+ * and rebuilt (src/multistream/targetUrl.ts): the canonical string is what is stored, returned
+ * and handed to ffmpeg.
+ */
 export const targetUrl = z
   .string(expected("a string"))
   .max(2048, "must be at most 2048 characters")
-  .superRefine((v, ctx) => {
-    const url = parseUrl(v);
-    if (!url || !url.hostname) {
-      ctx.addIssue({ code: "custom", message: `must be an absolute URL, got "${v.slice(0, 100)}"` });
-    } else if (!["rtmp:", "rtmps:", "srt:"].includes(url.protocol)) {
-      ctx.addIssue({ code: "custom", message: `must start with rtmp://, rtmps:// or srt://, got ${url.protocol}//` });
-    }
-  });
+  .transform((v, ctx) => {
+    const parsed = parseTargetUrl(v);
+    if (parsed.ok) return parsed.url.canonical;
+    ctx.addIssue({ code: "custom", message: parsed.error });
+    return z.NEVER;
+  })
+  .describe("rtmp://host[:port]/app/streamkey[?query], rtmps://… or srt://host:port[?options]; srt options: caller mode only, streamid, passphrase, pbkeylen, latency, timeout, connect_timeout, pkt_size, payload_size");
 
 /** Where webhooks are delivered: an http(s) URL with a host. */
 export const httpUrl = z

@@ -21,7 +21,7 @@ export const targetRefInput = z
       .describe("`source`, or the name of one of the stream's profiles"),
     videoOnly: z.boolean().default(false),
     spec: z
-      .object({ name: z.string().trim().min(1).max(500).optional(), url: targetUrl })
+      .object({ name: z.string().trim().min(1).max(500).optional(), url: targetUrl, tlsVerify: z.boolean(expected("a boolean")).optional().describe("onair extension: see MultistreamTarget") })
       .optional()
       .describe("creates a new target on the fly"),
   })

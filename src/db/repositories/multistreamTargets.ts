@@ -10,6 +10,7 @@ interface Row {
   name: string;
   url: string;
   disabled: number;
+  tls_verify: number;
   created_at: number;
 }
 
@@ -20,6 +21,7 @@ const toTarget = (r: Row): TargetRecord => ({
   name: r.name,
   url: r.url,
   disabled: r.disabled === 1,
+  tlsVerify: r.tls_verify === 1,
   createdAt: r.created_at,
 });
 
@@ -30,11 +32,11 @@ export class MultistreamTargetsRepository {
     this.sql = statementCache(db);
   }
 
-  create(t: { userId: string; name: string; url: string; disabled: boolean }): TargetRecord {
+  create(t: { userId: string; name: string; url: string; disabled: boolean; tlsVerify?: boolean }): TargetRecord {
     const id = newId();
     this
-      .sql("INSERT INTO multistream_targets (id, user_id, name, url, disabled, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-      .run(id, t.userId, t.name, t.url, t.disabled ? 1 : 0, Date.now());
+      .sql("INSERT INTO multistream_targets (id, user_id, name, url, disabled, tls_verify, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
+      .run(id, t.userId, t.name, t.url, t.disabled ? 1 : 0, t.tlsVerify === false ? 0 : 1, Date.now());
     return this.get(id)!;
   }
 
@@ -53,12 +55,13 @@ export class MultistreamTargetsRepository {
   }
 
   /** Spec 4.3 rule 2: fields absent from the change stay as they are. */
-  update(id: string, c: { name?: string; url?: string; disabled?: boolean }): void {
+  update(id: string, c: { name?: string; url?: string; disabled?: boolean; tlsVerify?: boolean }): void {
     const sets: string[] = [];
     const params: unknown[] = [];
     if (c.name !== undefined) sets.push("name = ?"), params.push(c.name);
     if (c.url !== undefined) sets.push("url = ?"), params.push(c.url);
     if (c.disabled !== undefined) sets.push("disabled = ?"), params.push(c.disabled ? 1 : 0);
+    if (c.tlsVerify !== undefined) sets.push("tls_verify = ?"), params.push(c.tlsVerify ? 1 : 0);
     if (sets.length === 0) return;
     this.sql(`UPDATE multistream_targets SET ${sets.join(", ")} WHERE id = ?`).run(...params, id);
   }
