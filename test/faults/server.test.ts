@@ -176,7 +176,7 @@ describe("server faults", () => {
     f.servers.push(second);
     // The restart killed what the first run left running, before anything else.
     expect(ffmpegPidsMentioning(f.dataDir).filter((pid) => leftovers.includes(pid))).toEqual([]);
-    expect(second.log()).toContain("killed an ffmpeg left running by a previous run");
+    await waitFor("the reaping logged", () => second.log().includes("killed an ffmpeg left running by a previous run"), 5000);
     const api2 = apiClient(second.apiUrl, key);
     // Recovery runs before the server listens: nothing is active from the first request on.
     const parent = (await api2("GET", `/stream/${stream.id}`)).body;

@@ -138,6 +138,7 @@ describe("multistream pushes", () => {
     await waitForEvent(target.id, "multistream.connected", 2);
     expect((await back.exited).code).toBe(0);
     await second.exited;
+    await waitForEvent(target.id, "multistream.disconnected", 2);
     const sessions = (await h.api("GET", `/stream/${s.id}/sessions`)).body;
     expect(sessions).toHaveLength(1);
     const events = targetEvents(h.receiver, target.id);
