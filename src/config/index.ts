@@ -98,6 +98,10 @@ export interface LimitSettings {
   maxTargetsPerStream: number;
   /** Concurrent live publishes of one user's streams. */
   maxLiveStreamsPerUser: number;
+  /** Objects one user may have: each costs storage, and webhooks and targets cost work per event or session. */
+  maxStreamsPerUser: number;
+  maxWebhooksPerUser: number;
+  maxTargetsPerUser: number;
   /** The largest rendition a profile may ask for: its long side, short side and frame rate (1080p60). */
   maxRenditionWidth: number;
   maxRenditionHeight: number;
@@ -114,6 +118,9 @@ export const DEFAULT_LIMITS: LimitSettings = {
   maxRenditionFps: 60,
   maxTargetsPerStream: 10,
   maxLiveStreamsPerUser: 10,
+  maxStreamsPerUser: 1000,
+  maxWebhooksPerUser: 20,
+  maxTargetsPerUser: 100,
 };
 
 /** Highest accepted MAX_PROFILES_PER_STREAM and MAX_TARGETS_PER_STREAM: each is an ffmpeg output. */
@@ -175,6 +182,9 @@ const envSchema = z.object({
   // Webhook attempts and delivered events are an audit trail, not data: a month by default.
   WEBHOOK_LOG_RETENTION_DAYS: integer("WEBHOOK_LOG_RETENTION_DAYS", 30, 0, 36_500, " (days)"),
   MAX_LIVE_STREAMS_PER_USER: integer("MAX_LIVE_STREAMS_PER_USER", DEFAULT_LIMITS.maxLiveStreamsPerUser, 1, 10_000),
+  MAX_STREAMS_PER_USER: integer("MAX_STREAMS_PER_USER", DEFAULT_LIMITS.maxStreamsPerUser, 1, 10_000_000),
+  MAX_WEBHOOKS_PER_USER: integer("MAX_WEBHOOKS_PER_USER", DEFAULT_LIMITS.maxWebhooksPerUser, 0, 100_000),
+  MAX_TARGETS_PER_USER: integer("MAX_TARGETS_PER_USER", DEFAULT_LIMITS.maxTargetsPerUser, 0, 1_000_000),
   // Below this much free space on the data directory, live sessions end and publishes are
   // refused (while SQLite can still record it), and /readyz fails.
   STORAGE_MIN_FREE_MB: integer("STORAGE_MIN_FREE_MB", 64, 0, 1_000_000, " (MiB)"),
@@ -304,6 +314,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxProfilesPerStream: e.MAX_PROFILES_PER_STREAM,
       maxTargetsPerStream: e.MAX_TARGETS_PER_STREAM,
       maxLiveStreamsPerUser: e.MAX_LIVE_STREAMS_PER_USER,
+      maxStreamsPerUser: e.MAX_STREAMS_PER_USER,
+      maxWebhooksPerUser: e.MAX_WEBHOOKS_PER_USER,
+      maxTargetsPerUser: e.MAX_TARGETS_PER_USER,
       maxRenditionWidth: e.MAX_RENDITION_WIDTH,
       maxRenditionHeight: e.MAX_RENDITION_HEIGHT,
       maxRenditionFps: e.MAX_RENDITION_FPS,

@@ -135,6 +135,44 @@ describe("profile and target caps", () => {
   });
 });
 
+describe("per-user caps on streams, webhooks and targets", () => {
+  let t: TestServer;
+  beforeAll(async () => {
+    t = await startTestServer({ MAX_STREAMS_PER_USER: "2", MAX_WEBHOOKS_PER_USER: "1", MAX_TARGETS_PER_USER: "2" });
+  });
+  afterAll(() => t.stop());
+
+  it("the next one past a cap is a 400 naming the limit; deleting makes room; other users are not counted", async () => {
+    const api = apiClient(t.apiUrl, t.keyFor("carol"));
+    const other = apiClient(t.apiUrl, t.keyFor("dave"));
+    const first = (await api("POST", "/stream", { name: "one" })).body;
+    expect((await api("POST", "/stream", { name: "two" })).status).toBe(201);
+    const refused = await api("POST", "/stream", { name: "three" });
+    expect(refused.status).toBe(400);
+    expect(refused.body.errors).toEqual(["at most 2 streams per user (MAX_STREAMS_PER_USER); this user has 2: delete some first"]);
+    expect((await other("POST", "/stream", { name: "dave's" })).status).toBe(201);
+    expect((await api("DELETE", `/stream/${first.id}`)).status).toBe(204);
+    expect((await api("POST", "/stream", { name: "three, after a delete" })).status).toBe(201);
+
+    const hook = { name: "h", url: "http://127.0.0.1:9/hook" };
+    expect((await api("POST", "/webhook", hook)).status).toBe(200);
+    const hooks = await api("POST", "/webhook", hook);
+    expect(hooks.status).toBe(400);
+    expect(hooks.body.errors[0]).toContain("at most 1 webhooks per user (MAX_WEBHOOKS_PER_USER)");
+
+    const target = { url: "rtmp://127.0.0.1/live/k" };
+    expect((await api("POST", "/multistream/target", target)).status).toBe(201);
+    // An inline spec creates a target too: two would go past the cap, so none is created.
+    const [stream] = (await api("GET", "/stream")).body;
+    const inline = await api("PATCH", `/stream/${stream.id}`, { multistream: { targets: [1, 2].map((i) => ({ profile: "source", spec: { name: `t${i}`, url: target.url } })) } });
+    expect(inline.status).toBe(400);
+    expect(inline.body.errors[0]).toContain("at most 2 multistream targets per user (MAX_TARGETS_PER_USER); this user has 1");
+    expect((await api("GET", "/multistream/target")).body).toHaveLength(1);
+    expect((await api("POST", "/multistream/target", target)).status).toBe(201);
+    expect((await api("POST", "/multistream/target", target)).status).toBe(400);
+  });
+});
+
 describe("the limit settings", () => {
   it("default to limits no normal client meets", () => {
     expect(loadConfig({}).limits).toEqual({
@@ -146,6 +184,9 @@ describe("the limit settings", () => {
       maxRenditionWidth: 1920,
       maxRenditionHeight: 1080,
       maxRenditionFps: 60,
+      maxStreamsPerUser: 1000,
+      maxWebhooksPerUser: 20,
+      maxTargetsPerUser: 100,
     });
   });
 

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import type { Store, TargetRef } from "../../db";
 import type { Profile } from "../../shapes";
+import { checkUserCap } from "../caps";
 import { notFound, unprocessable } from "../errors";
 import { hostOf } from "../schemas/common";
 import type { multistreamInput } from "../schemas/stream";
@@ -25,8 +26,10 @@ export function checkRefProfiles(refs: { profile: string }[], profiles: Profile[
  * (another user's target is a 404, as everywhere), and inline `spec`s create targets. Call it
  * inside the transaction that writes the stream so a refused request creates nothing.
  */
-export function resolveTargetRefs(store: Store, userId: string, input: MultistreamInput, profiles: Profile[]): TargetRef[] {
+export function resolveTargetRefs(store: Store, userId: string, input: MultistreamInput, profiles: Profile[], maxTargetsPerUser: number): TargetRef[] {
   checkRefProfiles(input.targets, profiles);
+  const inline = input.targets.filter((t) => t.spec !== undefined).length;
+  if (inline > 0) checkUserCap(store.targets.countOwned(userId), inline, maxTargetsPerUser, "multistream targets", "MAX_TARGETS_PER_USER");
   input.targets.forEach((t, i) => {
     if (t.id !== undefined && !store.targets.getOwned(userId, t.id)) {
       throw notFound(`multistream.targets[${i}].id: multistream target ${t.id.slice(0, 64)}`);

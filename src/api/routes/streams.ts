@@ -10,6 +10,7 @@ import { route, type Route } from "../route";
 import { errorBody, hostOf } from "../schemas/common";
 import { playbackPolicy, recordPatchBody, streamCreateBody, streamListQuery, streamPatchBody } from "../schemas/stream";
 import type { z } from "zod";
+import { checkUserCap } from "../caps";
 import { checkRefProfiles, resolveTargetRefs } from "./multistreamRefs";
 import { pageResult } from "./listing";
 
@@ -93,8 +94,9 @@ export function streamRoutes(deps: ApiDeps): Route[] {
         const policy = checkPlaybackPolicy(body.playbackPolicy);
         const profiles = body.profiles ?? [];
         const stream = store.db.transaction(() => {
+          checkUserCap(store.streams.countOwned(userId), 1, limits.maxStreamsPerUser, "streams", "MAX_STREAMS_PER_USER");
           const s = store.streams.create({ userId, name: body.name, profiles, record: body.record ?? false, playbackPolicy: policy ?? null, reconnectWindow: body.reconnectWindow ?? null });
-          if (body.multistream) store.streamTargets.replaceForStream(s.id, resolveTargetRefs(store, userId, body.multistream, profiles));
+          if (body.multistream) store.streamTargets.replaceForStream(s.id, resolveTargetRefs(store, userId, body.multistream, profiles, limits.maxTargetsPerUser));
           return s;
         })();
         deps.log.info({ streamId: stream.id, userId }, "stream created");
@@ -140,7 +142,7 @@ export function streamRoutes(deps: ApiDeps): Route[] {
         const profiles = body.profiles === undefined ? s.profiles : (body.profiles ?? []);
         store.db.transaction(() => {
           if (body.multistream) {
-            store.streamTargets.replaceForStream(s.id, resolveTargetRefs(store, userId, body.multistream, profiles));
+            store.streamTargets.replaceForStream(s.id, resolveTargetRefs(store, userId, body.multistream, profiles, limits.maxTargetsPerUser));
           } else if (body.profiles !== undefined) {
             // New profiles must still serve the references the stream already has.
             checkRefProfiles(store.streamTargets.listForStream(s.id), profiles);

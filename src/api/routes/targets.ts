@@ -1,4 +1,6 @@
 import { presentTarget, targetCreatedObject, targetObject } from "../../shapes";
+import { DEFAULT_LIMITS } from "../../config";
+import { checkUserCap } from "../caps";
 import type { ApiDeps } from "../deps";
 import { checkDestinations } from "../destinations";
 import { badRequest, notFound } from "../errors";
@@ -12,6 +14,7 @@ const TAG = "Multistream targets";
 const notFoundResponse = { description: "No such target of the caller", schema: errorBody };
 
 export function targetRoutes(deps: ApiDeps): Route[] {
+  const limits = deps.limits ?? DEFAULT_LIMITS;
   const { store } = deps;
   const owned = (userId: string, id: string) => {
     const t = store.targets.getOwned(userId, id);
@@ -28,6 +31,7 @@ export function targetRoutes(deps: ApiDeps): Route[] {
       body: targetCreateBody,
       responses: { 201: { description: "The new target, with its url (the only time it is returned)", schema: targetCreatedObject }, 422: { description: "Invalid body, or a destination the outbound policy refuses", schema: errorBody } },
       handle: async ({ userId, body }) => {
+        checkUserCap(store.targets.countOwned(userId), 1, limits.maxTargetsPerUser, "multistream targets", "MAX_TARGETS_PER_USER");
         await checkDestinations(deps, [{ field: "url", host: hostOf(body.url) }]);
         const t = store.targets.create({ userId, url: body.url, name: body.name ?? hostOf(body.url), disabled: body.disabled ?? false, tlsVerify: body.tlsVerify });
         return { status: 201, body: { ...presentTarget(t), url: t.url } };

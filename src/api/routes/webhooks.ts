@@ -1,6 +1,8 @@
 import type { z } from "zod";
 import type { WebhookFields } from "../../db";
 import { EVENT_NAMES } from "../../shapes";
+import { DEFAULT_LIMITS } from "../../config";
+import { checkUserCap } from "../caps";
 import type { ApiDeps } from "../deps";
 import { checkDestinations } from "../destinations";
 import { notFound } from "../errors";
@@ -16,6 +18,7 @@ const notFoundResponse = { description: "No such webhook of the caller", schema:
 const invalid = { description: "Invalid body, or a receiver the outbound policy refuses", schema: errorBody };
 
 export function webhookRoutes(deps: ApiDeps): Route[] {
+  const limits = deps.limits ?? DEFAULT_LIMITS;
   const { store } = deps;
   const owned = (userId: string, id: string) => {
     const w = store.webhooks.getOwned(userId, id);
@@ -45,6 +48,7 @@ export function webhookRoutes(deps: ApiDeps): Route[] {
       body: webhookBody,
       responses: { 200: { description: "The new webhook", schema: webhookObject }, 422: invalid },
       handle: async ({ userId, body }) => {
+        checkUserCap(store.webhooks.countOwned(userId), 1, limits.maxWebhooksPerUser, "webhooks", "MAX_WEBHOOKS_PER_USER");
         await checkDestinations(deps, [{ field: "url", host: hostOf(body.url) }]);
         return { status: 200, body: presentWebhook(store.webhooks.create(userId, fields(userId, body))) };
       },

@@ -66,6 +66,11 @@ export class MultistreamTargetsRepository {
     this.sql(`UPDATE multistream_targets SET ${sets.join(", ")} WHERE id = ?`).run(...params, id);
   }
 
+  /** How many the user has (the per-user cap). */
+  countOwned(userId: string): number {
+    return (this.sql("SELECT COUNT(*) AS n FROM multistream_targets WHERE user_id = ?").get(userId) as { n: number }).n;
+  }
+
   delete(id: string): void {
     this.sql("DELETE FROM multistream_targets WHERE id = ?").run(id);
   }

@@ -168,6 +168,11 @@ export class StreamsRepository {
     return selectPage(this.sql, "streams", where, params, page, toStreamRecord);
   }
 
+  /** How many parent streams the user has, deleted ones aside (the per-user cap). */
+  countOwned(userId: string): number {
+    return (this.sql("SELECT COUNT(*) AS n FROM streams WHERE user_id = ? AND parent_id IS NULL AND deleted_at IS NULL").get(userId) as { n: number }).n;
+  }
+
   update(id: string, c: StreamChanges): void {
     const sets: string[] = [];
     const params: unknown[] = [];

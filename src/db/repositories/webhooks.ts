@@ -78,6 +78,11 @@ export class WebhooksRepository {
       .run(f.name, f.url, JSON.stringify(f.events), f.sharedSecret, f.streamId, id);
   }
 
+  /** How many the user has (the per-user cap). */
+  countOwned(userId: string): number {
+    return (this.sql("SELECT COUNT(*) AS n FROM webhooks WHERE user_id = ?").get(userId) as { n: number }).n;
+  }
+
   delete(id: string): void {
     this.sql("DELETE FROM webhooks WHERE id = ?").run(id);
   }
