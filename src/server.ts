@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import http from "node:http";
+import express from "express";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { createApp } from "./api";
@@ -8,12 +9,12 @@ import { openStore, type Store } from "./db";
 import { lockDataDir } from "./instanceLock";
 import { startEvents, type EventSink, type RunningEvents } from "./events";
 import type { Logger } from "./log";
-import { dashboardRouter, hlsRouter, playerRouter, recordingsRouter } from "./http";
+import { dashboardRouter, hlsRouter, operatorGate, playerRouter, recordingsRouter } from "./http";
 import { INGEST_APP, RtmpIngest } from "./ingest";
 import { locateFfmpeg, ProcessRegistry, reapLeftovers, type FfmpegLocation } from "./media";
 import { MultistreamManager } from "./multistream";
 import { OutboundPolicy } from "./outbound";
-import { healthRouter, probeDatabaseWritable, probeFfmpeg, StorageWatch, STORAGE_RESERVE_BYTES } from "./health";
+import { cachedReadiness, livenessRouter, probeDatabaseWritable, probeFfmpeg, readinessRouter, StorageWatch, STORAGE_RESERVE_BYTES } from "./health";
 import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "./metrics";
 import { finalizeHandler, FINALIZE_QUEUE, Recorder, startRetention, type FinalizeJob } from "./recordings";
 import { SessionManager } from "./sessions";
@@ -30,6 +31,10 @@ export interface RunningServer {
   rtmpUrl: string;
   /** The RTMP port actually bound (RTMP_PORT=0 picks one). */
   rtmpPort: number;
+  /** The operator's listener (/metrics, /readyz, /healthz), as bound. */
+  adminPort: number;
+  /** e.g. http://127.0.0.1:8090 */
+  adminUrl: string;
   ffmpeg: FfmpegLocation | undefined;
   sessions: SessionManager;
   /** Where domain events are raised (durable; each becomes webhook deliveries). */
@@ -186,16 +191,40 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   }
   // --- end of live media ---
 
+  // /readyz and /metrics: on the operator's listener, and behind the gate on the public port.
+  const readiness = cachedReadiness({
+    database: () => probeDatabaseWritable(store.db),
+    // The storage watch's last probe (every 2 s): a request never writes to the disk itself.
+    storage: () => storage.current,
+    ffmpeg: () => probeFfmpeg(ffmpeg?.path),
+    rtmp: () => (ingest?.listening ? undefined : "the RTMP server is not listening"),
+  });
+  const operatorRouters = [readinessRouter(readiness), metricsRouter(metrics)];
+  let adminAddress = `${config.adminHost}:${config.adminPort}`;
+  const admin = http.createServer(express().disable("x-powered-by").use(livenessRouter(), ...operatorRouters));
+  try {
+    await new Promise<void>((resolve, reject) => {
+      admin.once("error", reject);
+      admin.listen(config.adminPort, config.adminHost, () => resolve());
+    });
+  } catch (err) {
+    await ingest.close();
+    stopRetention();
+    storage.stop();
+    await stopEvents();
+    store.close();
+    lock.release();
+    throw new Error(`cannot listen for the operator (ADMIN_PORT) on ${adminAddress}: ${(err as Error).message}`);
+  }
+  const adminPort = (admin.address() as AddressInfo).port;
+  adminAddress = `${config.adminHost.includes(":") ? `[${config.adminHost}]` : config.adminHost}:${adminPort}`;
+
   const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, live: sessions, limits: config.limits, outbound }, [
     hlsRouter(store, hlsDir),
     recordingsRouter(store, recordingsDir),
-    healthRouter({
-      database: () => probeDatabaseWritable(store.db),
-      storage: () => storage.check(),
-      ffmpeg: () => probeFfmpeg(ffmpeg?.path),
-      rtmp: () => (ingest?.listening ? undefined : "the RTMP server is not listening"),
-    }),
-    metricsRouter(metrics),
+    livenessRouter(),
+    operatorGate(config.metricsToken, () => adminAddress),
+    ...operatorRouters,
     playerRouter(store),
     dashboardRouter(() => rtmpPublicUrl(config, rtmpPort)),
   ], metrics);
@@ -209,10 +238,21 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
   });
   server.keepAliveTimeout = 65_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+  } catch (err) {
+    admin.close();
+    await ingest.close();
+    stopRetention();
+    storage.stop();
+    await stopEvents();
+    store.close();
+    lock.release();
+    throw err;
+  }
   const port = (server.address() as AddressInfo).port;
   resolvedPublicUrl = publicUrl(config, port);
   // Finalize only once PUBLIC_URL is known: recording.ready carries the recording's URLs.
@@ -230,6 +270,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     apiUrl: `${resolvedPublicUrl}/api`,
     rtmpUrl: rtmpPublicUrl(config, rtmpPort),
     rtmpPort,
+    adminPort,
+    adminUrl: `http://${adminAddress}`,
     ffmpeg,
     sessions,
     events,
@@ -245,12 +287,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         await processes.stopAll(2000);
         // Then HTTP and webhook delivery side by side, each with its own bound (3 s), so that
         // the whole stop stays well inside the 10 s a supervisor gives before SIGKILL.
-        const httpClosed = new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-          // Requests still running after 3 s are cut: shutdown must not hang on a slow client.
-          setTimeout(() => server.closeAllConnections(), 3_000).unref();
-        });
+        const closeHttp = (srv: http.Server) =>
+          new Promise<void>((resolve) => {
+            srv.close(() => resolve());
+            srv.closeIdleConnections();
+            // Requests still running after 3 s are cut: shutdown must not hang on a slow client.
+            setTimeout(() => srv.closeAllConnections(), 3_000).unref();
+          });
+        const httpClosed = Promise.all([closeHttp(server), closeHttp(admin)]);
         stopRetention();
         storage.stop();
         await Promise.all([httpClosed, stopEvents()]);
@@ -267,6 +311,7 @@ export function banner(s: RunningServer, dataDir: string): string {
     `  API:          ${s.apiUrl}   (reference: ${s.publicUrl}/api/docs)`,
     `  RTMP ingest:  ${s.rtmpUrl}/<streamKey>`,
     `  HLS playback: ${s.publicUrl}/hls/<playbackId>/index.m3u8`,
+    `  operator:     ${s.adminUrl}/metrics and /readyz   (ADMIN_PORT; loopback only by default)`,
     `  data:         ${dataDir}`,
     `  ffmpeg:       ${s.ffmpeg ? `${s.ffmpeg.path} (from ${s.ffmpeg.source})` : "not found: install ffmpeg or set FFMPEG_PATH"}`,
   ];

@@ -51,6 +51,8 @@ export interface Onair {
   loopDelays: LoopDelay[];
   pid: number;
   baseUrl: string;
+  /** The operator's listener (/metrics). */
+  adminUrl: string;
   apiUrl: string;
   rtmpUrl: string;
   apiKey: string;
@@ -117,7 +119,8 @@ export async function startOnair(workDir: string, dataDir: string, settings: Set
     const api = /API:\s+(http:\/\/\S+)/.exec(banner)?.[1];
     const rtmp = /RTMP ingest:\s+rtmp:\/\/[^:/]+:(\d+)\//.exec(banner)?.[1];
     const ffmpeg = /ffmpeg:\s+(.+)$/m.exec(banner)?.[1];
-    if (key && api && rtmp && ffmpeg) {
+    const admin = /operator:\s+(http:\/\/\S+)\/metrics/.exec(banner)?.[1];
+    if (key && api && rtmp && ffmpeg && admin) {
       const ffmpegPath = /^(\S+) \(from /.exec(ffmpeg)?.[1];
       if (!ffmpegPath) throw new Error(`the server found no ffmpeg (${ffmpeg}): install it or set FFMPEG_PATH`);
       return {
@@ -125,6 +128,7 @@ export async function startOnair(workDir: string, dataDir: string, settings: Set
         loopDelays,
         pid: child.pid!,
         baseUrl: api.replace(/\/api\/?$/, ""),
+        adminUrl: admin,
         apiUrl: api.replace(/\/$/, ""),
         rtmpUrl: `rtmp://127.0.0.1:${rtmp}/live`,
         apiKey: key,
@@ -152,7 +156,7 @@ export async function apiJson<T>(o: Onair, method: string, pathname: string, exp
 }
 
 export async function scrapeMetrics(o: Onair): Promise<string> {
-  const res = await request(apiAgent, `${o.baseUrl}/metrics`);
+  const res = await request(apiAgent, `${o.adminUrl}/metrics`);
   if (res.status !== 200) throw new Error(`GET /metrics returned ${res.status}`);
   return res.body.toString("utf8");
 }

@@ -129,6 +129,23 @@ export const MAX_LIMIT_SETTING = 100;
 const envSchema = z.object({
   PORT: port("PORT", 8080),
   RTMP_PORT: port("RTMP_PORT", 1935),
+  // The operator's listener (/metrics, /readyz): loopback by default, off the public port.
+  ADMIN_PORT: port("ADMIN_PORT", -1),
+  ADMIN_HOST: z
+    .string()
+    .optional()
+    .transform((v) => (v === undefined || v === "" ? "127.0.0.1" : v)),
+  METRICS_TOKEN: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === "") return undefined;
+      if (v.length < 16 || /\s/.test(v)) {
+        ctx.addIssue({ code: "custom", message: "METRICS_TOKEN must be at least 16 characters, without spaces" });
+        return z.NEVER;
+      }
+      return v;
+    }),
   HOST: z
     .string()
     .optional()
@@ -215,6 +232,11 @@ const envSchema = z.object({
 
 export interface Config {
   port: number;
+  /** The operator's listener: /metrics, /readyz and /healthz. */
+  adminPort: number;
+  adminHost: string;
+  /** When set, /metrics and /readyz also answer on the public port to `Authorization: Bearer <token>`. */
+  metricsToken: string | undefined;
   rtmpPort: number;
   host: string;
   dataDir: string;
@@ -283,6 +305,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     port: e.PORT,
+    // Unset: 10 above PORT (8090 for 8080), or a free port when PORT=0 picks one.
+    adminPort: e.ADMIN_PORT === -1 ? (e.PORT === 0 ? 0 : Math.min(65535, e.PORT + 10)) : e.ADMIN_PORT,
+    adminHost: e.ADMIN_HOST,
+    metricsToken: e.METRICS_TOKEN,
     rtmpPort: e.RTMP_PORT,
     host: e.HOST,
     dataDir: e.DATA_DIR,

@@ -65,13 +65,40 @@ export function probeFfmpeg(ffmpegPath: string | undefined): string | void {
   }
 }
 
-/** `GET /healthz` and `GET /readyz`, without auth; never cached. */
-export function healthRouter(probes: ReadinessProbes): express.Router {
+/**
+ * Readiness at most every `ttlMs`: a probe takes the database's write lock and looks at the
+ * disk, which a load balancer polling every few hundred ms (or anyone, on a public port)
+ * must not be able to multiply.
+ */
+export function cachedReadiness(probes: ReadinessProbes, ttlMs = READINESS_CACHE_MS, now: () => number = Date.now): () => Readiness {
+  let last: { at: number; readiness: Readiness } | undefined;
+  return () => {
+    if (!last || now() - last.at >= ttlMs) last = { at: now(), readiness: checkReadiness(probes) };
+    return last.readiness;
+  };
+}
+
+/** How long a readiness answer is reused. */
+export const READINESS_CACHE_MS = 1500;
+
+/** `GET /healthz`: the process serves HTTP. Public: it tells nothing. */
+export function livenessRouter(): express.Router {
   const router = express.Router();
   router.get("/healthz", (_req, res) => void res.set("cache-control", "no-store").json({ status: "ok" }));
+  return router;
+}
+
+/** `GET /readyz`: whether this server can do its work (the operator's listener, or behind METRICS_TOKEN). */
+export function readinessRouter(readiness: () => Readiness): express.Router {
+  const router = express.Router();
   router.get("/readyz", (_req, res) => {
-    const r = checkReadiness(probes);
+    const r = readiness();
     res.set("cache-control", "no-store").status(r.status).json(r.body);
   });
   return router;
+}
+
+/** `GET /healthz` and `GET /readyz` (readiness cached for READINESS_CACHE_MS). */
+export function healthRouter(probes: ReadinessProbes): express.Router {
+  return express.Router().use(livenessRouter(), readinessRouter(cachedReadiness(probes)));
 }

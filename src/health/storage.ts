@@ -80,7 +80,12 @@ export class StorageWatch {
     this.timer.unref();
   }
 
-  /** Probes now (a publish, a failed write and /readyz want the answer of this moment). */
+  /** The problem found by the last probe (every STORAGE_WATCH_MS, or a check() since). */
+  get current(): string | undefined {
+    return this.problem;
+  }
+
+  /** Probes now (a publish and a failed write want the answer of this moment). */
   check(): string | undefined {
     const failing = this.problem !== undefined;
     const problem = this.probe(0) ?? (failing ? this.probe(this.recoveryBytes) : undefined);

@@ -2,3 +2,4 @@ export { hlsRouter } from "./hls";
 export { recordingsRouter } from "./recordings";
 export { dashboardRouter } from "./dashboard";
 export { playerRouter } from "./player";
+export { operatorGate } from "./operator";

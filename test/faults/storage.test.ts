@@ -39,7 +39,7 @@ function fillUp(file: string): void {
 }
 
 async function readyz(w: WatchedServer) {
-  const res = await fetch(`http://127.0.0.1:${w.t.server.port}/readyz`);
+  const res = await fetch(`${w.t.server.adminUrl}/readyz`);
   return { status: res.status, body: (await res.json()) as { checks: { storage: string } } };
 }
 
@@ -72,8 +72,11 @@ describe("storage faults", () => {
       const [session] = (await api("GET", `/stream/${s.id}/sessions`)).body;
       expect(session.isActive).toBe(false);
       expect(session.endReason).toMatch(/^storage unavailable: only \d+ MiB free on the data directory \(at least 16 MiB needed\)$/);
-      const r = await readyz(w);
-      expect(r.status).toBe(503);
+      // Readiness is reused for 1.5 s: the next answers say it.
+      const r = await waitFor("/readyz 503", async () => {
+        const x = await readyz(w!);
+        return x.status === 503 ? x : undefined;
+      }, 5000);
       expect(r.body.checks.storage).toMatch(/MiB free/);
       expect((await api("GET", "/stream")).status).toBe(200);
       await waitFor("stream.idle", () => w!.eventsOf(s.id).includes("stream.idle"), 10_000);
@@ -178,7 +181,7 @@ describe("storage faults", () => {
       await push.exited;
       const [session] = (await api("GET", `/stream/${s.id}/sessions`)).body;
       expect(session.endReason).toMatch(/^storage unavailable: cannot write to .*hls: EPERM$/);
-      expect((await readyz(w)).body.checks.storage).toMatch(/EPERM/);
+      await waitFor("/readyz naming EPERM", async () => /EPERM/.test((await readyz(w)).body.checks.storage), 5000);
       await waitFor("stream.idle", () => w.eventsOf(s.id).includes("stream.idle"), 10_000);
       expect(w.eventsOf(s.id)).toEqual(["stream.started", "stream.idle"]);
 

@@ -11,7 +11,7 @@ const url = (key: string) => `rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${ke
 const get = async (id: string) => (await api("GET", `/stream/${id}`)).body;
 
 async function issueGauge(issue: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${fx.t.server.port}/metrics`)).text();
+  const text = await (await fetch(`${fx.t.server.adminUrl}/metrics`)).text();
   const line = text.split("\n").find((l) => l.startsWith(`onair_stream_issues{issue="${issue}"}`));
   return line ? Number(line.split(" ")[1]) : 0;
 }

@@ -11,7 +11,7 @@ import { apiClient, startTestServer, tempDir, type TestServer } from "../helpers
 const low = [{ name: "240p", width: 426, height: 240, fps: 30, bitrate: 300_000 }];
 
 async function metric(t: TestServer, name: string): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${t.server.port}/metrics`)).text();
+  const text = await (await fetch(`${t.server.adminUrl}/metrics`)).text();
   const line = text.split("\n").find((l) => l.startsWith(name + " "));
   return line ? Number(line.split(" ")[1]) : 0;
 }

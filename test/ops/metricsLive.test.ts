@@ -11,6 +11,8 @@ import { labelValues, sampleValue } from "./prometheusText";
 let t: TestServer;
 let api: Api;
 let base: string;
+/** The operator's listener: /metrics and /readyz. */
+let admin: string;
 let receiver: http.Server;
 let received = 0;
 
@@ -18,6 +20,7 @@ beforeAll(async () => {
   t = await startTestServer({ HLS_SEGMENT_SECONDS: "1" });
   api = apiClient(t.apiUrl, t.key);
   base = `http://127.0.0.1:${t.server.port}`;
+  admin = t.server.adminUrl;
   receiver = http.createServer((req, res) => {
     req.resume();
     req.on("end", () => {
@@ -33,7 +36,7 @@ afterAll(async () => {
 });
 
 const scrape = async () => {
-  const res = await fetch(`${base}/metrics`);
+  const res = await fetch(`${admin}/metrics`);
   expect(res.status).toBe(200);
   expect(res.headers.get("content-type")).toMatch(/^text\/plain; version=0\.0\.4/);
   return res.text();
@@ -44,9 +47,19 @@ describe("health", () => {
     const live = await fetch(`${base}/healthz`);
     expect(live.status).toBe(200);
     expect(await live.json()).toEqual({ status: "ok" });
-    const ready = await fetch(`${base}/readyz`);
+    const ready = await fetch(`${admin}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toEqual({ status: "ok", checks: { database: "ok", storage: "ok", ffmpeg: "ok", rtmp: "ok" } });
+    expect((await fetch(`${admin}/healthz`)).status).toBe(200);
+  });
+
+  it("/metrics and /readyz are not on the public port: a 404 that says where they are", async () => {
+    for (const p of ["/metrics", "/readyz"]) {
+      const res = await fetch(`${base}${p}`);
+      expect(res.status).toBe(404);
+      expect(((await res.json()) as { errors: string[] }).errors[0]).toBe(`${p} is served on the operator's listener (${admin.replace("http://", "")}, ADMIN_PORT), or here with METRICS_TOKEN as a bearer token`);
+    }
+    expect(t.server.adminUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
   });
 });
 
@@ -90,7 +103,7 @@ describe("GET /metrics during a live push", () => {
     expect(sampleValue(during, "onair_http_requests_total", { method: "GET", route: "/api/stream/:id", status: "200" })).toBeGreaterThanOrEqual(1);
     // Route patterns only: no label carries an object's id.
     const routes = labelValues(during, "onair_http_requests_total", "route");
-    expect(routes).toContain("/metrics");
+    expect(routes).toContain("/api/stream/:id");
     expect(routes.filter((r) => r.includes(s.id))).toEqual([]);
 
     // stream.started reached the receiver and was counted as delivered.
@@ -124,15 +137,18 @@ describe("readiness when the media folder cannot be written", () => {
     fs.rmSync(hls, { recursive: true, force: true });
     fs.writeFileSync(hls, "not a folder"); // what a broken mount looks like to a writer
     try {
-      const ready = await fetch(`${base}/readyz`);
-      expect(ready.status).toBe(503);
+      // The storage watch probes every 2 s, and readiness is reused for 1.5 s.
+      const ready = await waitFor("/readyz 503", async () => {
+        const res = await fetch(`${admin}/readyz`);
+        return res.status === 503 ? res : undefined;
+      }, 8000);
       const body = (await ready.json()) as { checks: Record<string, string> };
       expect(body.checks.storage).toMatch(/^cannot write to .*hls: E(NOTDIR|EXIST)/);
       expect(body.checks.database).toBe("ok");
     } finally {
       fs.rmSync(hls, { force: true });
     }
-    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    await waitFor("/readyz 200", async () => (await fetch(`${admin}/readyz`)).status === 200, 8000);
   });
 });
 
@@ -143,8 +159,10 @@ describe("readiness when the database refuses writes", () => {
     // What SQLite answers on a read-only volume: every write is refused.
     db.pragma("query_only = 1");
     try {
-      const ready = await fetch(`${base}/readyz`);
-      expect(ready.status).toBe(503);
+      const ready = await waitFor("/readyz 503", async () => {
+        const res = await fetch(`${admin}/readyz`);
+        return res.status === 503 ? res : undefined;
+      }, 5000);
       expect(await ready.json()).toEqual({
         status: "unavailable",
         checks: { database: "not writable: attempt to write a readonly database", storage: "ok", ffmpeg: "ok", rtmp: "ok" },
@@ -153,7 +171,7 @@ describe("readiness when the database refuses writes", () => {
     } finally {
       db.pragma("query_only = 0");
     }
-    expect((await fetch(`${base}/readyz`)).status).toBe(200);
+    await waitFor("/readyz 200", async () => (await fetch(`${admin}/readyz`)).status === 200, 5000);
     // The probe gave the connection its usual lock wait back.
     expect(db.pragma("busy_timeout", { simple: true })).toBe(5000);
   });
