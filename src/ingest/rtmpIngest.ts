@@ -97,7 +97,13 @@ interface Publish {
   audio?: string;
   /** Handed to the handlers (onPublishStart). */
   started: boolean;
-  timers: NodeJS.Timeout[];
+  /** Refuses the publish if no video comes. */
+  firstVideoTimer?: NodeJS.Timeout;
+  /** Starts it video-only if no audio comes. */
+  audioGraceTimer?: NodeJS.Timeout;
+  /** node-media-server's own record of the publish, to put back if the connection publishes again. */
+  localPath: string;
+  streamId: number;
   stats: PublishStats;
   /** Bytes read at recent sweeps, for the publisher's rate. */
   samples: { at: number; bytes: number }[];
@@ -135,6 +141,11 @@ export interface IngestOptions {
   onReaderCut?(): void;
   /** A publisher was disconnected for sending no media (metrics). */
   onPublisherStalled?(): void;
+}
+
+function clearPublishTimers(publish: Publish): void {
+  clearTimeout(publish.firstVideoTimer);
+  clearTimeout(publish.audioGraceTimer);
 }
 
 /** `/live/<key>` → the key; anything else is not a stream of ours. */
@@ -183,19 +194,25 @@ export class RtmpIngest {
       this.admitted.delete(id);
       if (!key || !this.ours.has(id)) return;
       // The session starts once the first tags show H.264 and AAC (see mediaCheck.ts).
-      const publish: Publish = { streamKey: key, started: false, timers: [], stats: new PublishStats(Date.now()), samples: [] };
-      publish.timers.push(setTimeout(() => this.refuse(id, `no video received within ${FIRST_VIDEO_TIMEOUT_MS / 1000} s of the publish`), FIRST_VIDEO_TIMEOUT_MS));
+      const session = this.ours.get(id)!;
+      const publish: Publish = {
+        streamKey: key,
+        started: false,
+        stats: new PublishStats(Date.now()),
+        samples: [],
+        localPath: session.publishStreamPath,
+        streamId: session.publishStreamId,
+      };
+      publish.firstVideoTimer = setTimeout(() => this.refuse(id, `no video received within ${FIRST_VIDEO_TIMEOUT_MS / 1000} s of the publish`), FIRST_VIDEO_TIMEOUT_MS);
       this.publishes.set(id, publish);
     });
     this.on("donePublish", (id: string) => {
-      const publish = this.endPublish(id);
-      if (publish?.started) this.handlers.onPublishEnd(id);
+      if (this.endPublish(id)) this.publishEnded(id);
     });
     this.on("prePlay", (id: string) => this.prePlay(id));
     this.on("doneConnect", (id: string) => {
-      this.admitted.delete(id);
-      const publish = this.endPublish(id);
-      if (publish?.started) this.handlers.onPublishEnd(id);
+      // Admitted but never published (node-media-server refused it after us), or published.
+      if (this.admitted.delete(id) || this.endPublish(id)) this.publishEnded(id);
       this.ours.delete(id);
       this.acceptedAt.delete(id);
     });
@@ -271,8 +288,28 @@ export class RtmpIngest {
   private prePublish(id: string, streamPath: string): void {
     const session = this.ours.get(id);
     if (!session) return;
+    const current = this.publishes.get(id);
+    if (current || this.admitted.has(id)) {
+      // One publish per connection. node-media-server has already overwritten its record of
+      // the first with this one's: put it back, so that closing the connection ends the
+      // right stream, then close it.
+      if (current) {
+        session.publishStreamPath = current.localPath;
+        session.publishStreamId = current.streamId;
+      }
+      this.log.info({ publisherId: id, ip: session.ip }, "publish refused: the connection is already publishing");
+      this.sendRefusal(session, rejected("this connection is already publishing: one stream per connection"));
+      session.reject();
+      return;
+    }
     const key = streamKeyFromPath(streamPath);
-    const admission = key === undefined ? { refusal: badName(`publish to ${INGEST_APP}/<stream key> only`) } : this.handlers.admit(key, id);
+    let admission: Admission;
+    try {
+      admission = key === undefined ? { refusal: badName(`publish to ${INGEST_APP}/<stream key> only`) } : this.handlers.admit(key, id);
+    } catch (err) {
+      this.log.error({ err, publisherId: id }, "could not decide on a publish");
+      admission = { refusal: rejected("internal error on the server: reconnect later") };
+    }
     if ("refusal" in admission) {
       const { refusal } = admission;
       // The key itself is a secret: never logged.
@@ -293,7 +330,7 @@ export class RtmpIngest {
     const holder = holderId !== undefined && holderId !== id ? this.ours.get(holderId) : undefined;
     if (holder) {
       this.log.warn({ publisherId: id, replaced: holderId, ip: session.ip }, "a new publisher takes over the stream: the previous one is disconnected");
-      holder.reject();
+      this.disconnect(holderId!, rejected("replaced by a newer publisher of this stream"));
     }
   }
 
@@ -350,7 +387,7 @@ export class RtmpIngest {
   private startWhenKnown(id: string, publish: Publish): void {
     if (publish.started || publish.video === undefined) return;
     if (publish.audio === undefined) {
-      if (publish.timers.length < 2) publish.timers.push(setTimeout(() => this.start(id, publish), AUDIO_GRACE_MS));
+      publish.audioGraceTimer ??= setTimeout(() => this.start(id, publish), AUDIO_GRACE_MS);
       return;
     }
     this.start(id, publish);
@@ -358,12 +395,19 @@ export class RtmpIngest {
 
   private start(id: string, publish: Publish): void {
     if (publish.started || this.publishes.get(id) !== publish) return;
-    for (const t of publish.timers.splice(0)) clearTimeout(t);
+    clearPublishTimers(publish);
     this.log.debug({ publisherId: id, video: publish.video, audio: publish.audio ?? "none" }, "publisher's media accepted");
-    const refusal = this.handlers.onPublishStart(id, publish.streamKey);
+    let refusal: Refusal | undefined;
+    try {
+      refusal = this.handlers.onPublishStart(id, publish.streamKey);
+    } catch (err) {
+      this.log.error({ err, publisherId: id }, "could not start a publish");
+      refusal = rejected("internal error on the server: reconnect later");
+    }
     if (refusal) {
       const session = this.ours.get(id);
       this.endPublish(id);
+      this.publishEnded(id);
       this.log.info({ publisherId: id, ip: session?.ip, reason: refusal.reason, status: refusal.status }, "publish refused");
       if (session) this.disconnect(id, refusal);
       return;
@@ -377,15 +421,24 @@ export class RtmpIngest {
     const publish = this.endPublish(id);
     if (!session) return;
     this.log.warn({ publisherId: id, ip: session.ip, reason }, "publish refused");
-    if (publish?.started) this.handlers.onPublishEnd(id, reason);
+    if (publish) this.publishEnded(id, reason);
     this.disconnect(id, rejected(reason));
+  }
+
+  /** An admitted publish is over (whether or not it started): the handlers let go of it. */
+  private publishEnded(id: string, refusal?: string): void {
+    try {
+      this.handlers.onPublishEnd(id, refusal);
+    } catch (err) {
+      this.log.error({ err, publisherId: id }, "could not end a publish");
+    }
   }
 
   /** Forgets a publish and its timers; returns it, if there was one. */
   private endPublish(id: string): Publish | undefined {
     const publish = this.publishes.get(id);
     if (!publish) return undefined;
-    for (const t of publish.timers.splice(0)) clearTimeout(t);
+    clearPublishTimers(publish);
     this.publishes.delete(id);
     return publish;
   }

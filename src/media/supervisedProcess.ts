@@ -130,7 +130,13 @@ export class ProcessRegistry {
 
   remove(p: SupervisedProcess): void {
     this.running.delete(p);
-    if (this.recordDir && p.pid !== undefined) fs.rmSync(path.join(this.recordDir, String(p.pid)), { force: true });
+    if (!this.recordDir || p.pid === undefined) return;
+    try {
+      fs.rmSync(path.join(this.recordDir, String(p.pid)), { force: true });
+    } catch {
+      // A read-only or failing disk: the next start reaps by pid and start time, so a stale
+      // record is harmless; a throw here would escape from the child's exit event.
+    }
   }
 
   get size(): number {

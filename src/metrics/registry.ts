@@ -117,6 +117,8 @@ export function createMetrics(sources: MetricSources): Metrics {
     collect() {
       this.reset();
       for (const s of live.values()) {
+        // A stream waiting for its publisher has no transcode to measure.
+        if (!s.playable) continue;
         const speed = s.media.perSecond();
         if (speed !== undefined) this.set({ stream_id: s.streamId }, Math.round(speed * 1000) / 1000);
       }
@@ -236,7 +238,11 @@ export function createMetrics(sources: MetricSources): Metrics {
       live.set(sessionId, s);
       return {
         playable: () => void (s.playable = true),
-        idle: () => void (s.playable = false),
+        idle: () => {
+          s.playable = false;
+          // The next publisher's run is measured afresh.
+          s.media.reset();
+        },
         progress: (mediaSeconds) => {
           s.mediaSeconds += mediaSeconds;
           s.media.add(now(), s.mediaSeconds);

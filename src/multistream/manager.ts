@@ -21,9 +21,10 @@ export interface MultistreamDeps {
   /** The CA bundle rtmps certificates are verified against; default: the system's, if found. */
   caFile?: string;
   /**
-   * How long a push may go on sending after its session ended: a rendition push runs about a
-   * segment or two behind the source and ends by itself at the playlist's end; this only bounds
-   * one that does not. Default 10 s.
+   * How long a push may go on sending after its session ended or its publisher left: a source
+   * push ends at its input's end; a rendition push runs a segment or two behind the live edge
+   * and, since a session's playlists stay open while it waits for its publisher, is stopped
+   * after this. Default 5 s.
    */
   drainMs?: number;
 }
@@ -48,18 +49,27 @@ interface LivePushes {
  */
 export class MultistreamManager implements LiveSessionObserver {
   private readonly live = new Map<string, LivePushes>();
+  /** Pushes still finishing after their publisher left, by stream (stopped if it comes back first). */
+  private readonly draining = new Map<string, TargetPush[]>();
   private readonly drainMs: number;
   private readonly caFile: string | undefined;
 
   constructor(private readonly deps: MultistreamDeps) {
-    this.drainMs = deps.drainMs ?? 10_000;
+    this.drainMs = deps.drainMs ?? 5000;
     this.caFile = deps.caFile ?? SYSTEM_CA_FILES.find((f) => fs.existsSync(f));
   }
 
   sessionLive(info: LiveSessionInfo): void {
     const entry: LivePushes = { info, pushes: new Map(), reported: new Set() };
     this.live.set(info.streamId, entry);
-    this.reconcile(entry);
+    const draining = this.draining.get(info.streamId);
+    if (!draining) return this.reconcile(entry);
+    // The publisher is back while the previous pushes still finish: they stop first, so a
+    // destination never sees two pushes of the same stream at once.
+    this.draining.delete(info.streamId);
+    void Promise.all(draining.map((p) => p.stop())).then(() => {
+      if (this.live.get(info.streamId) === entry) this.reconcile(entry);
+    });
   }
 
   streamChanged(streamId: string): void {
@@ -69,15 +79,28 @@ export class MultistreamManager implements LiveSessionObserver {
 
   /** The publisher left: the pushes finish what they have; sessionLive starts them again on a reconnect. */
   sourceLost(info: LiveSessionInfo): void {
-    this.sessionEnded(info);
+    const pushes = this.finishAll(info, "publisher left");
+    if (pushes.length === 0) return;
+    this.draining.set(info.streamId, pushes);
+    void Promise.all(pushes.map((p) => p.closed)).then(() => {
+      if (this.draining.get(info.streamId) === pushes) this.draining.delete(info.streamId);
+    });
   }
 
   sessionEnded(info: LiveSessionInfo): void {
+    this.finishAll(info, "session ended");
+    this.draining.delete(info.streamId);
+  }
+
+  /** The session's pushes send what their input still holds, then end (bounded by drainMs). */
+  private finishAll(info: LiveSessionInfo, why: string): TargetPush[] {
     const entry = this.live.get(info.streamId);
-    if (!entry || entry.info.sessionId !== info.sessionId) return;
+    if (!entry || entry.info.sessionId !== info.sessionId) return [];
     this.live.delete(info.streamId);
-    if (entry.pushes.size > 0) info.log.info({ pushes: entry.pushes.size }, "session ended: finishing its multistream pushes");
-    for (const { push } of entry.pushes.values()) void push.finish(this.drainMs);
+    if (entry.pushes.size > 0) info.log.info({ pushes: entry.pushes.size, why }, "finishing the multistream pushes");
+    const pushes = [...entry.pushes.values()].map((r) => r.push);
+    for (const push of pushes) void push.finish(this.drainMs);
+    return pushes;
   }
 
   /** Brings a live session's pushes in line with its stream's references: only what differs. */

@@ -2,7 +2,7 @@ import os from "node:os";
 import path from "node:path";
 import type { LiveControl } from "./control";
 import type { LiveRates } from "../shapes";
-import type { SessionRecord } from "../db";
+import type { SessionRecord, StreamRecord } from "../db";
 import { badName, rejected, type Admission, type IngestHandlers, type Refusal } from "../ingest";
 import { endPlaylists } from "../media";
 import { PipelineBreaker } from "./breaker";
@@ -10,7 +10,7 @@ import { defaultTranscodeBudget, ladderCost, refuseForCapacity } from "./capacit
 import type { Health } from "./health";
 import { StreamRuntime, type EndReason, type StreamRuntimeDeps } from "./streamRuntime";
 
-export type SessionManagerDeps = Omit<StreamRuntimeDeps, "ffmpegPath"> & {
+export type SessionManagerDeps = Omit<StreamRuntimeDeps, "ffmpegPath" | "streamTakenOver"> & {
   ffmpegPath: string | undefined;
   /** MAX_LIVE_STREAMS_PER_USER: concurrent publishes of one user's streams; unlimited when absent. */
   maxLiveStreamsPerUser?: number;
@@ -26,6 +26,8 @@ export type SessionManagerDeps = Omit<StreamRuntimeDeps, "ffmpegPath"> & {
 export class SessionManager implements IngestHandlers, LiveControl {
   private readonly byStream = new Map<string, StreamRuntime>();
   private readonly byPublisher = new Map<string, StreamRuntime>();
+  /** Publishes admitted and not started yet, holding their place (caps, capacity), by publisher. */
+  private readonly pending = new Map<string, StreamRecord>();
   /** A publisher waiting for its stream's previous session to finish ending, by stream id. */
   private readonly successors = new Map<string, string>();
   private readonly breaker = new PipelineBreaker();
@@ -40,63 +42,75 @@ export class SessionManager implements IngestHandlers, LiveControl {
     return this.byStream.size;
   }
 
-  admit(streamKey: string): Admission {
-    const refusal = this.refusal(streamKey);
-    if (refusal) return { refusal };
-    // Admitted: published locally under the stream id (no secret in any command line).
-    return { alias: this.deps.store.streams.getByStreamKey(streamKey)!.id };
+  admit(streamKey: string, publisherId: string): Admission {
+    const decision = this.decide(streamKey, publisherId);
+    if ("refusal" in decision) return decision;
+    // Its place is held from now to its start (or its end): publishes arriving together, as
+    // encoders do after a restart, cannot all pass here and be refused after they started.
+    if (!this.byStream.has(decision.stream.id)) this.pending.set(publisherId, decision.stream);
+    // Published locally under the stream id (no secret in any command line).
+    return { alias: decision.stream.id };
   }
 
-  /** Why a publish of this key is refused now; undefined when it may go on. */
-  private refusal(streamKey: string): Refusal | undefined {
-    if (this.shuttingDown) return rejected("the server is shutting down: reconnect in a moment");
-    if (!this.deps.ffmpegPath) return rejected("ffmpeg is not available on this server");
+  /** Whether a publish of this key may go on now, and its stream. */
+  private decide(streamKey: string, publisherId: string): { refusal: Refusal } | { stream: StreamRecord } {
+    const refuse = (refusal: Refusal) => ({ refusal });
+    if (this.shuttingDown) return refuse(rejected("the server is shutting down: reconnect in a moment"));
+    if (!this.deps.ffmpegPath) return refuse(rejected("ffmpeg is not available on this server"));
     const stream = this.deps.store.streams.getByStreamKey(streamKey);
-    if (!stream) return badName("unknown stream key");
-    if (stream.suspended) return badName(`stream ${stream.id} is suspended`);
+    if (!stream) return refuse(badName("unknown stream key"));
+    if (stream.suspended) return refuse(badName(`stream ${stream.id} is suspended`));
     // After the key: a stranger's publishes do not get to make this server write to disk.
-    const storage = this.deps.storageProblem?.();
-    if (storage) return rejected(`storage unavailable: ${storage}`);
+    if (this.deps.storageProblem()) return refuse(rejected("storage unavailable on the server: reconnect later"));
     const broken = this.breaker.refusal(stream.id, Date.now());
-    if (broken) return rejected(broken);
+    if (broken) return refuse(rejected(broken));
     // A stream with an open session (live, or waiting in its reconnect window) keeps its
     // place: a reconnect or a new publisher replacing the old one is not counted again.
-    if (this.byStream.has(stream.id)) return undefined;
+    if (this.byStream.has(stream.id)) return { stream };
+    // Open sessions and publishes admitted but not started yet, this one's own place aside.
+    const holding = [...this.byStream.values()].map((s) => s.stream);
+    for (const [id, s] of this.pending) if (id !== publisherId && s.id !== stream.id) holding.push(s);
     const max = this.deps.maxLiveStreamsPerUser;
     if (max !== undefined) {
-      let live = 0;
-      for (const s of this.byStream.values()) if (s.stream.userId === stream.userId) live++;
-      if (live >= max) return rejected(`user ${stream.userId} already has ${live} live streams, the limit (MAX_LIVE_STREAMS_PER_USER=${max})`);
+      const live = new Set(holding.filter((s) => s.userId === stream.userId).map((s) => s.id)).size;
+      if (live >= max) return refuse(rejected(`user ${stream.userId} already has ${live} live streams, the limit (MAX_LIVE_STREAMS_PER_USER=${max})`));
     }
-    let used = 0;
-    for (const s of this.byStream.values()) used += ladderCost(s.profiles);
+    const used = holding.reduce((sum, s) => sum + ladderCost(s.profiles), 0);
     const full = refuseForCapacity(ladderCost(stream.profiles), used, this.budget);
-    if (full) return rejected(full);
-    return undefined;
+    if (full) return refuse(rejected(full));
+    return { stream };
   }
 
   onPublishStart(publisherId: string, streamKey: string): Refusal | undefined {
     // Admitted at the publish command; its first video tag came since, and with it perhaps a
     // suspend, a delete or a cap reached: ask again.
-    const refusal = this.refusal(streamKey);
-    if (refusal) return refusal;
-    const stream = this.deps.store.streams.getByStreamKey(streamKey)!;
+    const decision = this.decide(streamKey, publisherId);
+    this.pending.delete(publisherId);
+    if ("refusal" in decision) return decision.refusal;
+    const { stream } = decision;
     const current = this.byStream.get(stream.id);
     if (!current) return this.begin(stream.id, publisherId);
     if (!current.isEnding) {
-      current.attach(publisherId);
+      // Known before attach: attach may end the session at once (a failed start), and forget it.
       this.byPublisher.set(publisherId, current);
+      current.attach(publisherId);
       return undefined;
     }
     // The previous session is still ending (its playlists, stream.idle): this publisher waits
     // (node-media-server holds its media), then starts the next one. One session at a time.
     this.successors.set(stream.id, publisherId);
-    void current.closed.then(() => {
-      if (this.successors.get(stream.id) !== publisherId) return; // it left while waiting
-      this.successors.delete(stream.id);
-      const late = this.refusal(streamKey) ?? this.begin(stream.id, publisherId);
-      if (late) this.deps.disconnectPublisher(publisherId, late);
-    });
+    void current.closed
+      .then(() => {
+        if (this.successors.get(stream.id) !== publisherId) return; // it left while waiting
+        this.successors.delete(stream.id);
+        const decision = this.decide(streamKey, publisherId);
+        const late = "refusal" in decision ? decision.refusal : this.begin(stream.id, publisherId);
+        if (late) this.deps.disconnectPublisher(publisherId, late);
+      })
+      .catch((err: unknown) => {
+        this.deps.log.error({ err, streamId: stream.id, publisherId }, "could not start the next session: publisher disconnected");
+        this.deps.disconnectPublisher(publisherId, rejected("internal error on the server: reconnect later"));
+      });
     return undefined;
   }
 
@@ -105,7 +119,12 @@ export class SessionManager implements IngestHandlers, LiveControl {
     if (!stream) return badName("unknown stream key");
     let runtime: StreamRuntime;
     try {
-      runtime = new StreamRuntime(stream, publisherId, { ...this.deps, ffmpegPath: this.deps.ffmpegPath! }, (s) => this.forget(s));
+      runtime = new StreamRuntime(
+        stream,
+        publisherId,
+        { ...this.deps, ffmpegPath: this.deps.ffmpegPath!, streamTakenOver: (id) => this.byStream.has(id) },
+        (s) => this.forget(s),
+      );
     } catch (err) {
       // The session row could not be written (a full disk): refuse rather than crash.
       this.deps.log.error({ err, streamId, publisherId }, "could not start a live session: publish refused");
@@ -118,6 +137,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
   }
 
   onPublishEnd(publisherId: string, refusal?: string): void {
+    this.pending.delete(publisherId);
     for (const [streamId, waiting] of this.successors) if (waiting === publisherId) this.successors.delete(streamId);
     const runtime = this.byPublisher.get(publisherId);
     this.byPublisher.delete(publisherId);

@@ -28,11 +28,11 @@ export interface StreamRuntimeDeps {
   /** Live sessions, transcode speed, ingest bitrate, pipeline failures (GET /metrics). */
   metrics?: Pick<Metrics, "liveSessionStarted">;
   /** Why media cannot be written now (full or unwritable disk); nothing when it can. */
-  storageProblem?: () => string | undefined;
+  storageProblem: () => string | undefined;
   /** Another session of the stream is live now (a retried end must leave its isActive alone). */
-  streamTakenOver?: (streamId: string) => boolean;
+  streamTakenOver: (streamId: string) => boolean;
   /** What the ingest knows of a live publisher; undefined once it is gone. */
-  publisherStats?: (publisherId: string) => PublisherStats | undefined;
+  publisherStats: (publisherId: string) => PublisherStats | undefined;
   /** RECONNECT_WINDOW_SECONDS, for streams without their own reconnectWindow. */
   reconnectWindowSeconds: number;
 }
@@ -52,6 +52,9 @@ export type EndReason =
   | "internal error"
   | "shutdown";
 
+/** Ends an operator has to look into (logged as errors). */
+const FAILED_ENDS: EndReason[] = ["pipeline failed", "pipeline too slow", "storage unavailable", "internal error"];
+
 /** An end reason with what an operator needs to act on it (kept as the session's endReason). */
 export function describeEnd(reason: EndReason, detail?: string): string {
   return detail ? `${reason}: ${detail}` : reason;
@@ -62,12 +65,19 @@ function refusalFor(reason: EndReason, detail: string | undefined, streamId: str
   if (reason === "suspended") return badName(`stream ${streamId} is suspended`);
   if (reason === "deleted") return badName(`stream ${streamId} was deleted`);
   if (reason === "publisher left" || reason === "media refused") return undefined;
+  // What went wrong inside the server (paths, SQL) stays in endReason and the log.
+  if (reason === "internal error" || reason === "storage unavailable") return rejected(`${reason} on the server: reconnect later`);
   return rejected(describeEnd(reason, detail));
 }
 
 /** ffmpeg's exit, for an end reason: no stderr, which would carry the source url and its key. */
 function describeExit(end: ProcessEnd, restarts: number): string {
-  const how = end.code !== null ? `ffmpeg exited with code ${end.code}` : `ffmpeg was killed by ${end.signal}`;
+  const how =
+    end.code === 0
+      ? "ffmpeg's input ended under a live publisher (it fell too far behind and was cut off)"
+      : end.code !== null
+        ? `ffmpeg exited with code ${end.code}`
+        : `ffmpeg was killed by ${end.signal}`;
   return restarts > 0 ? `${how} after ${restarts} restart${restarts === 1 ? "" : "s"}` : how;
 }
 
@@ -79,6 +89,9 @@ const END_RETRY_MS = 2000;
 
 /** A pipeline that dies under a live publisher is restarted this many times, then the session ends. */
 export const MAX_PIPELINE_RESTARTS = 3;
+
+/** A run that played this long wipes its session's failure count: occasional crashes over hours are not a crash loop. */
+const FAILURES_FORGIVEN_AFTER_MS = 60_000;
 
 /** Wait before restart n (0-based): 0.5 s, 1 s, 2 s. Short: viewers are waiting. */
 export const restartDelayMs = (n: number) => 500 * 2 ** n;
@@ -111,6 +124,8 @@ export class StreamRuntime {
   private runs = 0;
   /** Restarts after a failure under the current publisher. */
   private failures = 0;
+  /** When the current run became playable (a long healthy run forgives earlier failures). */
+  private runPlayableAt: number | undefined;
   /** Some run made the playlists playable: later runs continue them. */
   private hasMedia = false;
   /** The last segment sequence number per rendition, for the next run to continue from. */
@@ -130,7 +145,7 @@ export class StreamRuntime {
   private readonly speed = new SpeedMeter(SLOW_WINDOW_MS);
   private readonly recentSpeed = new SpeedMeter(HEALTH_WINDOW_MS);
   private bytesOut = 0;
-  /** Bytes received from earlier publishers of the session, and when the current one began. */
+  /** When the current publisher began (its average ingest rate, for the health). */
   private publishStartedAt = Date.now();
   private markClosed!: () => void;
   /** Resolves when the session has ended and its state and events are written. */
@@ -165,7 +180,7 @@ export class StreamRuntime {
     this.startRun();
   }
 
-  /** A publisher feeds the stream now (ending ones cannot be fed: the caller waits for `closed`). */
+  /** The session is ending: no publisher can join it (the caller waits for `closed`, then starts another). */
   get isEnding(): boolean {
     return this.ending !== undefined;
   }
@@ -198,7 +213,10 @@ export class StreamRuntime {
     clearTimeout(this.windowTimer);
     this.windowTimer = undefined;
     this.windowEndsAt = undefined;
-    if (this.publisherId !== undefined && this.publisherId !== publisherId) this.detach(this.publisherId);
+    // The ingest detaches a replaced publisher first; should one still be here, it is let go
+    // without going idle: the new one carries the session on.
+    const previous = this.publisherId;
+    if (previous !== undefined && previous !== publisherId) this.deps.disconnectPublisher(previous, rejected("replaced by a newer publisher of this stream"));
     this.newPublisher(publisherId);
     this.failures = 0;
     this.log.info({ publisherId, afterWindow: waited }, "a publisher is back: the session continues");
@@ -233,7 +251,9 @@ export class StreamRuntime {
     const windowSeconds = this.windowSeconds();
     if (windowSeconds === 0) {
       this.ending = { reason: "publisher left" };
-      if (!p) this.finish();
+      // The run ends by itself (end-of-stream, or the grace stop above) and finishes the
+      // session; a run still draining is stopped first, so it cannot rewrite ended playlists.
+      if (!p) void (this.draining?.stop(2000) ?? Promise.resolve()).then(() => this.finish());
       return;
     }
     this.windowEndsAt = Date.now() + windowSeconds * 1000;
@@ -260,7 +280,7 @@ export class StreamRuntime {
   /** Bytes per second in from the publisher and out of the pipeline, over the last 10 s. */
   rates(): LiveRates {
     const now = Date.now();
-    const stats = this.publisherId !== undefined ? this.deps.publisherStats?.(this.publisherId) : undefined;
+    const stats = this.publisherId !== undefined ? this.deps.publisherStats(this.publisherId) : undefined;
     if (stats) this.ingestRate.add(now, stats.bytesRead);
     this.outgoingRate.add(now, this.bytesOut);
     const ingest = this.active ? this.ingestRate.perSecond() : 0;
@@ -270,7 +290,7 @@ export class StreamRuntime {
   /** The stream's health from its publisher and pipeline (Livepeer's isHealthy and issues). */
   health(): Health {
     if (this.windowEndsAt !== undefined) return assessHealth({ reconnectingSecondsLeft: Math.max(0, (this.windowEndsAt - Date.now()) / 1000), segmentSeconds: this.deps.segmentSeconds, hasAudio: true });
-    const stats = this.publisherId !== undefined ? this.deps.publisherStats?.(this.publisherId) : undefined;
+    const stats = this.publisherId !== undefined ? this.deps.publisherStats(this.publisherId) : undefined;
     const { ingestRate } = this.rates();
     const elapsed = (Date.now() - this.publishStartedAt) / 1000;
     return assessHealth({
@@ -297,13 +317,14 @@ export class StreamRuntime {
     this.publisherId = publisherId;
     this.publishStartedAt = Date.now();
     this.ingestRate.reset();
-    this.ingestRate.add(Date.now(), this.deps.publisherStats?.(publisherId)?.bytesRead ?? 0);
+    this.ingestRate.add(Date.now(), this.deps.publisherStats(publisherId)?.bytesRead ?? 0);
   }
 
   private startRun(): void {
     if (this.ending || this.finished) return;
     const resumeFrom = this.hasMedia ? this.seqs : undefined;
     const run = this.runs++;
+    this.runPlayableAt = undefined;
     this.speed.reset();
     this.recentSpeed.reset();
     const pipeline: LivePipeline = new LivePipeline({
@@ -359,13 +380,17 @@ export class StreamRuntime {
    * without one, the session waits for its window; when the session ends, it is finished.
    */
   private pipelineEnded(p: LivePipeline, end: ProcessEnd): void {
-    if (p !== this.pipeline) return; // a run already superseded (a reconnect)
+    // Runs never overlap: the last to end, superseded or not, left the newest segments.
+    this.seqs = p.lastSeqs;
+    if (p !== this.pipeline) return; // a run already superseded (a reconnect): the next one is on its way
     this.pipeline = undefined;
     this.lastEnd = end;
-    this.seqs = p.lastSeqs;
     if (this.ending) return this.finish();
     if (this.publisherId === undefined) return; // waiting for the publisher: the window decides
-    if (end.code === 0 && !end.requested) return this.startRun();
+    // Under its publisher a run never ends by itself: a clean exit means its input was cut
+    // (it fell too far behind: see the ingest's reader cap). Both count as failures, so a
+    // pipeline that cannot keep up ends instead of looping. A long healthy run earns a clean slate.
+    if (this.runPlayableAt !== undefined && Date.now() - this.runPlayableAt > FAILURES_FORGIVEN_AFTER_MS) this.failures = 0;
     // A full or unwritable disk, or this stream's folder alone, fails every restart too: end now, and say so.
     const storage = this.storageProblem();
     if (storage) return void this.stop("storage unavailable", storage);
@@ -383,6 +408,7 @@ export class StreamRuntime {
   private playable(p: LivePipeline): void {
     if (p !== this.pipeline || this.ending || this.publisherId === undefined) return;
     this.hasMedia = true;
+    this.runPlayableAt = Date.now();
     if (this.active) return; // a restart under a live publisher: the stream never stopped being live
     const { store, events } = this.deps;
     // isActive and stream.started together or not at all: a session that cannot record going
@@ -420,7 +446,7 @@ export class StreamRuntime {
   /** ffmpeg's output clock against the publisher's: the transcode's speed. */
   private outputTime(p: LivePipeline, seconds: number): void {
     if (p !== this.pipeline || this.publisherId === undefined) return;
-    const stats = this.deps.publisherStats?.(this.publisherId);
+    const stats = this.deps.publisherStats(this.publisherId);
     if (!stats) return;
     const now = Date.now();
     this.speed.add(now, stats.mediaMs / 1000, seconds);
@@ -437,7 +463,7 @@ export class StreamRuntime {
 
   /** Why media cannot be written: the data directory's problem, or this stream's own folder's. */
   private storageProblem(): string | undefined {
-    const shared = this.deps.storageProblem?.();
+    const shared = this.deps.storageProblem();
     if (shared) return shared;
     for (const r of this.info.renditions) {
       const dir = path.join(this.info.hlsDir, String(r.index));
@@ -479,7 +505,7 @@ export class StreamRuntime {
       return true;
     } catch (err) {
       this.log.error({ err, what }, "could not record live session state");
-      this.deps.storageProblem?.();
+      this.deps.storageProblem();
       return false;
     }
   }
@@ -495,7 +521,7 @@ export class StreamRuntime {
       store.db.transaction(() => {
         store.sessions.end(this.session.id, at, described);
         // Written late, while a successor is live: only this session's own child stream.
-        const takenOver = attempt > 1 && this.deps.streamTakenOver?.(this.stream.id) === true;
+        const takenOver = attempt > 1 && this.deps.streamTakenOver(this.stream.id) === true;
         store.streams.setActive(takenOver ? [this.session.id] : [this.stream.id, this.session.id], false);
         // stream.idle pairs with stream.started: exactly one for each.
         if (owesIdle) events.raise("stream.idle", this.stream.id, { sessionId: this.session.id });
@@ -531,7 +557,7 @@ export class StreamRuntime {
       s = undefined;
     }
     const fields = { reason: described, durationSeconds: s?.sourceSegmentsDuration, segments: s?.sourceSegments, runs: this.runs };
-    if (["pipeline failed", "pipeline too slow", "storage unavailable", "internal error"].includes(reason)) this.log.error(fields, "live session ended");
+    if (FAILED_ENDS.includes(reason)) this.log.error(fields, "live session ended");
     else this.log.info(fields, "live session ended");
     for (const o of this.deps.observers) this.tell(o, "sessionEnded", () => o.sessionEnded(this.info));
     this.onClosed(this);

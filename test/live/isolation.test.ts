@@ -92,6 +92,37 @@ describe("one stream's failure ends that stream only", () => {
   }, 60_000);
 });
 
+describe("a pipeline that falls behind its publisher", () => {
+  let t: TestServer;
+  let api: ReturnType<typeof apiClient>;
+  beforeAll(async () => {
+    t = await startTestServer({ HLS_SEGMENT_SECONDS: "1" });
+    api = apiClient(t.apiUrl, t.key);
+  });
+  afterAll(() => t.stop());
+
+  it("is cut off, and its restart counts as a failure (backed off, bounded), never a silent loop", async () => {
+    const s = (await api("POST", "/stream", { name: "stuck pipeline", profiles: [] })).body;
+    const cbr = ["-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-pix_fmt", "yuv420p", "-b:v", "8M", "-minrate", "8M", "-maxrate", "8M", "-bufsize", "2M", "-x264-params", "nal-hrd=cbr"];
+    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 60, size: "640x360", codec: cbr });
+    try {
+      await waitFor("live", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
+      const [pipeline] = t.server.processes.pids();
+      process.kill(pipeline!, "SIGSTOP"); // a pipeline stuck on a slow disk, or short of CPU
+      await waitFor("the pipeline's input cut off", async () => (await metric(t, "onair_rtmp_readers_cut_total")) >= 1, 30_000, 250);
+      process.kill(pipeline!, "SIGCONT");
+      await waitFor("a restart, counted", async () => (await metric(t, "onair_pipeline_restarts_total")) >= 1, 15_000, 250);
+      // The session goes on with a new run, in the same playlists.
+      await waitFor("a new run", () => t.server.processes.pids().some((pid) => pid !== pipeline), 10_000);
+      expect((await api("GET", `/stream/${s.id}/sessions`)).body).toHaveLength(1);
+      expect(push.child.exitCode).toBeNull();
+    } finally {
+      push.child.kill("SIGKILL");
+      await push.exited;
+    }
+  }, 90_000);
+});
+
 describe("a stream whose pipeline always fails", () => {
   let t: TestServer;
   let api: ReturnType<typeof apiClient>;

@@ -181,6 +181,9 @@ describe("stalled and duplicate publishers", () => {
     await waitFor("isActive", () => isActive(s.id));
     const runtime = fx.t.server.sessions.liveSession(s.id)!;
     const old = runtime.currentPublisher;
+    const playlist = watchPlaylist(hlsUrl(s.playbackId, "0/index.m3u8"));
+    await waitFor("a few segments", () => playlist.maxSeq >= 2);
+    const before = playlist.maxSeq;
     stalled.child.kill("SIGSTOP");
     try {
       const started = Date.now();
@@ -188,9 +191,14 @@ describe("stalled and duplicate publishers", () => {
       await waitFor("the new publisher feeds the session", () => runtime.currentPublisher !== undefined && runtime.currentPublisher !== old, 2000);
       expect(Date.now() - started).toBeLessThan(2000);
       await waitFor("live with the new publisher", () => isActive(s.id), 15_000);
+      // The same playlists go on: the sequence only grows, past where the first publisher left it.
+      await waitFor("segments from the new publisher", () => playlist.maxSeq > before + 1, 10_000);
       expect((await next.exited).code).toBe(0);
       expect((await api("GET", `/stream/${s.id}/sessions`)).body).toHaveLength(1);
+      await playlist.stop();
+      expect(playlist.problems).toEqual([]);
     } finally {
+      await playlist.stop();
       stalled.child.kill("SIGKILL");
       await stalled.exited;
     }
@@ -201,11 +209,18 @@ describe("stalled and duplicate publishers", () => {
     const s = (await api("POST", "/stream", { name: "two encoders", profiles: low })).body;
     const first = pushTestStream(rtmpUrl(s.streamKey), { seconds: 60 });
     await waitFor("isActive", () => isActive(s.id));
+    const playlist = watchPlaylist(hlsUrl(s.playbackId, "0/index.m3u8"));
+    await waitFor("a few segments", () => playlist.maxSeq >= 2);
+    const before = playlist.maxSeq;
     const second = pushTestStream(rtmpUrl(s.streamKey), { seconds: 5 });
     const firstEnd = await first.exited;
     expect(firstEnd.code).not.toBe(0);
     await waitFor("live with the second publisher", async () => (await isActive(s.id)) && eventsFor(s.id).filter((e) => e.event === "stream.started").length === 2, 15_000);
+    await waitFor("segments from the second publisher", () => playlist.maxSeq > before + 1, 10_000);
     expect((await second.exited).code).toBe(0);
+    await playlist.stop();
+    // One session, one set of playlists whose sequence only grew across the takeover.
+    expect(playlist.problems).toEqual([]);
     const sessions = (await api("GET", `/stream/${s.id}/sessions`)).body;
     expect(sessions).toHaveLength(1);
     await api("DELETE", `/stream/${s.id}/terminate`);
