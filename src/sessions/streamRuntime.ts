@@ -6,10 +6,10 @@ import { badName, rejected, type PublisherStats, type Refusal } from "../ingest"
 import type { Logger } from "../log";
 import { endPlaylists, LivePipeline, renditionLadder, type ProcessEnd, type ProcessRegistry } from "../media";
 import type { LiveRates } from "../shapes";
-import { RateWindow, type LiveSessionMetrics, type Metrics } from "../metrics";
-import { assessHealth, type Health } from "./health";
+import type { LiveSessionMetrics, Metrics } from "../metrics";
+import type { Health } from "./health";
+import { LiveMeters, SLOW_LIMIT, SLOW_WINDOW_MS } from "./liveMeters";
 import type { LiveSessionInfo, LiveSessionObserver } from "./observer";
-import { SpeedMeter } from "./speedMeter";
 
 export interface StreamRuntimeDeps {
   store: Store;
@@ -36,9 +36,6 @@ export interface StreamRuntimeDeps {
   /** RECONNECT_WINDOW_SECONDS, for streams without their own reconnectWindow. */
   reconnectWindowSeconds: number;
 }
-
-/** Live rates span this much of the recent past. */
-const RATE_WINDOW_MS = 10_000;
 
 export type EndReason =
   | "publisher left"
@@ -96,11 +93,6 @@ const FAILURES_FORGIVEN_AFTER_MS = 60_000;
 /** Wait before restart n (0-based): 0.5 s, 1 s, 2 s. Short: viewers are waiting. */
 export const restartDelayMs = (n: number) => 500 * 2 ** n;
 
-/** A session whose transcode stays below this share of real time for SLOW_WINDOW_MS ends. */
-export const SLOW_LIMIT = 0.9;
-export const SLOW_WINDOW_MS = 30_000;
-/** Health signals (speed) span this much of the recent past. */
-const HEALTH_WINDOW_MS = 10_000;
 
 /**
  * A stream's live life (MediaMTX's path): one session, its HLS output and its observers, fed
@@ -140,13 +132,7 @@ export class StreamRuntime {
   /** When the reconnect window runs out (ms), while the session waits for its publisher. */
   private windowEndsAt: number | undefined;
   private lastEnd: ProcessEnd | undefined;
-  private readonly ingestRate = new RateWindow(RATE_WINDOW_MS);
-  private readonly outgoingRate = new RateWindow(RATE_WINDOW_MS);
-  private readonly speed = new SpeedMeter(SLOW_WINDOW_MS);
-  private readonly recentSpeed = new SpeedMeter(HEALTH_WINDOW_MS);
-  private bytesOut = 0;
-  /** When the current publisher began (its average ingest rate, for the health). */
-  private publishStartedAt = Date.now();
+  private readonly meters: LiveMeters;
   private markClosed!: () => void;
   /** Resolves when the session has ended and its state and events are written. */
   readonly closed = new Promise<void>((resolve) => (this.markClosed = resolve));
@@ -171,7 +157,7 @@ export class StreamRuntime {
       sourceUrl: deps.rtmpInputUrl(stream.id),
       log: this.log,
     };
-    this.outgoingRate.add(Date.now(), 0);
+    this.meters = new LiveMeters(deps.segmentSeconds);
     this.newPublisher(publisherId);
   }
 
@@ -279,28 +265,17 @@ export class StreamRuntime {
 
   /** Bytes per second in from the publisher and out of the pipeline, over the last 10 s. */
   rates(): LiveRates {
-    const now = Date.now();
-    const stats = this.publisherId !== undefined ? this.deps.publisherStats(this.publisherId) : undefined;
-    if (stats) this.ingestRate.add(now, stats.bytesRead);
-    this.outgoingRate.add(now, this.bytesOut);
-    const ingest = this.active ? this.ingestRate.perSecond() : 0;
-    return { ingestRate: Math.round(ingest ?? 0), outgoingRate: Math.round(this.outgoingRate.perSecond() ?? 0) };
+    return this.meters.rates(this.currentStats(), this.active);
   }
 
   /** The stream's health from its publisher and pipeline (Livepeer's isHealthy and issues). */
   health(): Health {
-    if (this.windowEndsAt !== undefined) return assessHealth({ reconnectingSecondsLeft: Math.max(0, (this.windowEndsAt - Date.now()) / 1000), segmentSeconds: this.deps.segmentSeconds, hasAudio: true });
-    const stats = this.publisherId !== undefined ? this.deps.publisherStats(this.publisherId) : undefined;
-    const { ingestRate } = this.rates();
-    const elapsed = (Date.now() - this.publishStartedAt) / 1000;
-    return assessHealth({
-      speed: this.recentSpeed.span() >= HEALTH_WINDOW_MS / 2 ? this.recentSpeed.ratio() : undefined,
-      keyframeIntervalMs: stats?.keyframeIntervalMs,
-      segmentSeconds: this.deps.segmentSeconds,
-      hasAudio: stats?.hasAudio ?? true,
-      // Only once the 10 s rate is not simply the publish's start.
-      ...(stats && elapsed > 2 * (RATE_WINDOW_MS / 1000) ? { ingestRate, ingestAverage: stats.bytesRead / elapsed } : {}),
-    });
+    const left = this.windowEndsAt !== undefined ? Math.max(0, (this.windowEndsAt - Date.now()) / 1000) : undefined;
+    return this.meters.health(this.currentStats(), this.active, left);
+  }
+
+  private currentStats() {
+    return this.publisherId !== undefined ? this.deps.publisherStats(this.publisherId) : undefined;
   }
 
   private windowSeconds(): number {
@@ -315,9 +290,7 @@ export class StreamRuntime {
 
   private newPublisher(publisherId: string): void {
     this.publisherId = publisherId;
-    this.publishStartedAt = Date.now();
-    this.ingestRate.reset();
-    this.ingestRate.add(Date.now(), this.deps.publisherStats(publisherId)?.bytesRead ?? 0);
+    this.meters.newPublisher(this.deps.publisherStats(publisherId));
   }
 
   private startRun(): void {
@@ -325,8 +298,7 @@ export class StreamRuntime {
     const resumeFrom = this.hasMedia ? this.seqs : undefined;
     const run = this.runs++;
     this.runPlayableAt = undefined;
-    this.speed.reset();
-    this.recentSpeed.reset();
+    this.meters.newRun();
     const pipeline: LivePipeline = new LivePipeline({
       ffmpegPath: this.deps.ffmpegPath,
       inputUrl: this.info.sourceUrl,
@@ -342,8 +314,7 @@ export class StreamRuntime {
       onOutputTime: (seconds) => this.outputTime(pipeline, seconds),
       onProgress: (delta) => {
         this.metrics?.progress(delta.sourceSegmentsDuration);
-        this.bytesOut += delta.sourceBytes + delta.transcodedBytes;
-        this.outgoingRate.add(Date.now(), this.bytesOut);
+        this.meters.segmentsWritten(delta.sourceBytes + delta.transcodedBytes);
         this.write("segment counters", () => this.deps.store.sessions.addProgress(this.session.id, delta));
       },
       onSegment: (segment) => {
@@ -447,16 +418,13 @@ export class StreamRuntime {
   private outputTime(p: LivePipeline, seconds: number): void {
     if (p !== this.pipeline || this.publisherId === undefined) return;
     const stats = this.deps.publisherStats(this.publisherId);
-    if (!stats) return;
-    const now = Date.now();
-    this.speed.add(now, stats.mediaMs / 1000, seconds);
-    this.recentSpeed.add(now, stats.mediaMs / 1000, seconds);
+    if (stats) this.meters.outputTime(seconds, stats);
   }
 
   /** A transcode that cannot keep up for SLOW_WINDOW_MS only falls further behind: end it, saying why. */
   private checkSpeed(): void {
-    if (!this.active || this.ending || this.speed.span() < SLOW_WINDOW_MS - 2000) return;
-    const ratio = this.speed.ratio();
+    if (!this.active || this.ending) return;
+    const ratio = this.meters.sustainedSpeed();
     if (ratio === undefined || ratio >= SLOW_LIMIT) return;
     void this.stop("pipeline too slow", `the transcode ran at ${ratio.toFixed(2)}x real time for ${SLOW_WINDOW_MS / 1000} s: the server is short of CPU for this ladder`);
   }
