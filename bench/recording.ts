@@ -13,7 +13,7 @@ import path from "node:path";
 import { openStore } from "../src/db";
 import { createLogger } from "../src/log";
 import { locateFfmpeg, ProcessRegistry } from "../src/media";
-import { finalizeHandler } from "../src/recordings";
+import { RecordingFinalizer } from "../src/recordings";
 import { buildMp4RemuxArgs, buildVodPlaylist } from "../src/recordings/vod";
 import { parseMediaPlaylist } from "../src/media/playlists";
 import { median } from "./lib";
@@ -55,7 +55,7 @@ async function main(): Promise<void> {
     const template = path.join(work, "template");
     process.stdout.write(`making a ${seconds} s 720p recording…\n`);
     await makeRecording(template);
-    const handle = finalizeHandler({
+    const { handle } = new RecordingFinalizer({
       store,
       events: { raise: () => {} },
       log: createLogger("silent"),

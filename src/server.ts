@@ -16,7 +16,7 @@ import { MultistreamManager } from "./multistream";
 import { OutboundPolicy } from "./outbound";
 import { cachedReadiness, livenessRouter, probeDatabaseWritable, probeFfmpeg, readinessRouter, StorageWatch, STORAGE_RESERVE_BYTES } from "./health";
 import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "./metrics";
-import { finalizeHandler, FINALIZE_QUEUE, Recorder, startRetention, type FinalizeJob } from "./recordings";
+import { FINALIZE_QUEUE, Recorder, RecordingFinalizer, startRetention, type FinalizeJob } from "./recordings";
 import { SessionManager } from "./sessions";
 import { startWebhookHistoryRetention, WEBHOOK_DELIVERY_QUEUE } from "./webhooks";
 
@@ -256,11 +256,18 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const port = (server.address() as AddressInfo).port;
   resolvedPublicUrl = publicUrl(config, port);
   // Finalize only once PUBLIC_URL is known: recording.ready carries the recording's URLs.
-  running.queue.process<FinalizeJob>(
-    FINALIZE_QUEUE,
-    finalizeHandler({ store, events, log, registry: processes, ffmpegPath: ffmpeg?.path, recordingsDir, publicUrl: () => resolvedPublicUrl }),
-    { concurrency: 1 },
-  );
+  const finalizer = new RecordingFinalizer({
+    store,
+    events,
+    log,
+    registry: processes,
+    ffmpegPath: ffmpeg?.path,
+    recordingsDir,
+    publicUrl: () => resolvedPublicUrl,
+    minFreeBytes: config.storageMinFreeBytes,
+    stallMs: config.finalizeStallMs,
+  });
+  running.queue.process<FinalizeJob>(FINALIZE_QUEUE, finalizer.handle, { concurrency: 1 });
 
   let stopped: Promise<void> | undefined;
   return {

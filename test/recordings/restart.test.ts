@@ -4,7 +4,7 @@ import path from "node:path";
 import { openStore } from "../../src/db";
 import { createLogger } from "../../src/log";
 import { locateFfmpeg, ProcessRegistry } from "../../src/media";
-import { finalizeHandler, FINALIZE_ATTEMPTS } from "../../src/recordings";
+import { RecordingFinalizer, FINALIZE_ATTEMPTS } from "../../src/recordings";
 import { RetryLater } from "../../src/queue";
 import { ffmpegPidsMentioning, probe, pushTestStream, waitFor } from "../helpers/media";
 import { apiClient, startTestServer, tempDir } from "../helpers/server";
@@ -69,7 +69,7 @@ describe("recordings across crashes and failures", () => {
       fs.writeFileSync(path.join(variant, "index.m3u8"), "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1.0,\na_00000.ts\n");
 
       const raised: string[] = [];
-      const handle = finalizeHandler({
+      const { handle } = new RecordingFinalizer({
         store,
         events: { raise: (name) => void raised.push(name) },
         log: createLogger("silent"),
