@@ -267,7 +267,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     minFreeBytes: config.storageMinFreeBytes,
     stallMs: config.finalizeStallMs,
   });
-  running.queue.process<FinalizeJob>(FINALIZE_QUEUE, finalizer.handle, { concurrency: 1 });
+  const finalizeWorker = running.queue.process<FinalizeJob>(FINALIZE_QUEUE, finalizer.handle, { concurrency: 1 });
 
   let stopped: Promise<void> | undefined;
   return {
@@ -287,7 +287,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     firstUser,
     stop: () =>
       (stopped ??= (async () => {
-        // Live sessions first: publishers disconnected, playlists ended, isActive false and
+        // Finalize first: no job is taken from here on (ending the live sessions below enqueues
+        // theirs, for the next start), and a remux running is stopped with its job released to
+        // run again after the restart, this attempt not counted.
+        const finalizeStopped = finalizeWorker.close();
+        finalizer.interrupt();
+        await finalizeStopped;
+        // Live sessions next: publishers disconnected, playlists ended, isActive false and
         // stream.idle raised while the event sink still takes events.
         await sessions.shutdown();
         await ingest.close();
