@@ -1,10 +1,12 @@
 import fs from "node:fs";
 import path from "node:path";
+import { Redis } from "ioredis";
 import { openStore } from "../../src/db";
 import { FINALIZE_ATTEMPTS } from "../../src/recordings";
 import { pushTestStream, waitFor } from "../helpers/media";
 import { endedRecordedSession, finalizeJobRow, makeClip, writeRecording } from "../helpers/recordingFiles";
 import { apiClient, startTestServer, tempDir } from "../helpers/server";
+import { deleteKeys, REDIS_URL, uniquePrefix } from "../queue/redis";
 
 // Shutdowns and recording finalize: a graceful stop is not the recording's fault, so it costs no
 // attempt, however many times it lands on the same remux; and finalize stops taking jobs before
@@ -67,6 +69,46 @@ it("a shutdown during the remux does not use up an attempt, however often it hap
       await t.stop();
     }
   } finally {
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}, 180_000);
+
+it("with REDIS_URL too: BullMQ delays the interrupted job without counting its attempt", async () => {
+  const work = tempDir("onair-finalize-stop-redis-");
+  const prefix = uniquePrefix("finalize-stop");
+  const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
+  try {
+    const clip = path.join(work, "clip.ts");
+    await makeClip(clip);
+    const dataDir = path.join(work, "data");
+    fs.mkdirSync(dataDir);
+    const { sessionId } = readStopped(dataDir, (s) => endedRecordedSession(s));
+    await writeRecording(path.join(dataDir, "recordings", sessionId), clip, 300 * MiB);
+    const env = { REDIS_URL, REDIS_PREFIX: prefix };
+    const jobKey = `${prefix}:recording-finalize:finalize-${sessionId}`;
+
+    for (let stop = 1; stop <= FINALIZE_ATTEMPTS; stop++) {
+      const t = await startTestServer(env, { dataDir });
+      const remux = await waitFor("the remux", () => t.server.processes.pids()[0], 30_000, 2);
+      process.kill(remux, "SIGSTOP");
+      await t.stop();
+      expect(alive(remux)).toBe(false);
+      expect(await redis.zscore(`${prefix}:recording-finalize:delayed`, `finalize-${sessionId}`)).not.toBeNull();
+      // Failed runs ("atm") and stalled ones ("stc") are what count: neither moved.
+      expect(await redis.hmget(jobKey, "atm", "stc")).toEqual([null, null]);
+    }
+
+    const t = await startTestServer(env, { dataDir });
+    try {
+      await waitFor("ready", () => t.server.store.sessions.get(sessionId)!.recordingStatus === "ready", 60_000);
+      // Finished by its first counted run.
+      expect(await redis.hget(jobKey, "atm")).toBe("1");
+    } finally {
+      await t.stop();
+    }
+  } finally {
+    await deleteKeys(prefix);
+    redis.disconnect();
     fs.rmSync(work, { recursive: true, force: true });
   }
 }, 180_000);
