@@ -98,7 +98,7 @@ async function main(): Promise<void> {
       registry: new ProcessRegistry(),
       ffmpegPath: ffmpeg,
       recordingsDir: path.join(work, "recordings"),
-      publicUrl: () => "http://localhost:8080",
+      links: () => ({ publicUrl: "http://localhost:8080", sign: () => "sig" }),
     });
 
     const onair: number[] = [];

@@ -16,7 +16,7 @@ import { MultistreamManager } from "./multistream";
 import { OutboundPolicy } from "./outbound";
 import { cachedReadiness, livenessRouter, probeDatabaseWritable, probeFfmpeg, readinessRouter, StorageWatch, STORAGE_RESERVE_BYTES } from "./health";
 import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "./metrics";
-import { FINALIZE_QUEUE, Recorder, RecordingFinalizer, startRetention, type FinalizeJob } from "./recordings";
+import { FINALIZE_QUEUE, Recorder, RecordingFinalizer, RecordingUrlSigner, startRetention, type FinalizeJob } from "./recordings";
 import { SessionManager } from "./sessions";
 import { startWebhookHistoryRetention, WEBHOOK_DELIVERY_QUEUE } from "./webhooks";
 
@@ -69,6 +69,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     fs.writeFileSync(keyFile, firstUser.apiKey + "\n", { mode: 0o600 });
     log.info({ userId: user.id, keyFile }, "empty data directory: created the first user and API key");
   }
+
+  // Recording URLs are signed with a secret of this data directory (made at the first start).
+  let recordingSigner: RecordingUrlSigner;
+  try {
+    recordingSigner = RecordingUrlSigner.open(config.dataDir);
+  } catch (err) {
+    store.close();
+    lock.release();
+    throw err;
+  }
+  const signRecording = (sessionId: string) => recordingSigner.sign(sessionId);
 
   let resolvedPublicUrl = config.publicUrlSetting ?? "";
 
@@ -219,13 +230,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const adminPort = (admin.address() as AddressInfo).port;
   adminAddress = `${config.adminHost.includes(":") ? `[${config.adminHost}]` : config.adminHost}:${adminPort}`;
 
-  const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, live: sessions, limits: config.limits, outbound }, [
+  const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, signRecording, live: sessions, limits: config.limits, outbound }, [
     hlsRouter(store, hlsDir),
-    recordingsRouter(store, recordingsDir),
+    recordingsRouter(store, recordingsDir, recordingSigner),
     livenessRouter(),
     operatorGate(config.metricsToken, () => adminAddress),
     ...operatorRouters,
-    playerRouter(store),
+    playerRouter(store, signRecording),
     dashboardRouter(() => rtmpPublicUrl(config, rtmpPort)),
   ], metrics);
   const server = http.createServer(app);
@@ -263,7 +274,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     registry: processes,
     ffmpegPath: ffmpeg?.path,
     recordingsDir,
-    publicUrl: () => resolvedPublicUrl,
+    links: () => ({ publicUrl: resolvedPublicUrl, sign: signRecording }),
     minFreeBytes: config.storageMinFreeBytes,
     stallMs: config.finalizeStallMs,
   });

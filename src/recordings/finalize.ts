@@ -5,7 +5,7 @@ import type { EventSink } from "../events";
 import type { Logger } from "../log";
 import { buildMasterPlaylist, parseMediaPlaylist, renditionLadder, writeAtomically, type ProcessRegistry } from "../media";
 import { RetryLater, type Job } from "../queue";
-import { presentSession, recordingUrls, type Rendition } from "../shapes";
+import { presentSession, recordingUrls, type RecordingLinks, type Rendition } from "../shapes";
 import type { FinalizeJob } from "./recorder";
 import { DEFAULT_REMUX_STALL_MS, RemuxFailed, RemuxInterrupted, remuxToMp4 } from "./remux";
 import { freeBytesAt, isNoSpace, mp4BytesNeeded, saysNoSpace, spaceShortfall } from "./space";
@@ -23,7 +23,8 @@ export interface FinalizeDeps {
   registry: ProcessRegistry;
   ffmpegPath: string | undefined;
   recordingsDir: string;
-  publicUrl(): string;
+  /** PUBLIC_URL and the signing of recording URLs: recording.ready carries them. */
+  links(): RecordingLinks;
   /** Free space live sessions need (STORAGE_MIN_FREE_MB): the MP4 must leave it. 0 when absent. */
   minFreeBytes?: number;
   /** A remux that makes no progress this long is stopped (FINALIZE_STALL_SECONDS). */
@@ -111,7 +112,8 @@ export class RecordingFinalizer {
     } finally {
       this.running.delete(control);
     }
-    const urls = recordingUrls(deps.publicUrl(), session.id);
+    const links = deps.links();
+    const urls = recordingUrls(links, session.id);
     store.db.transaction(() => {
       store.sessions.setRecordingStatus(session.id, "ready");
       const ready = store.sessions.get(session.id)!;
@@ -119,7 +121,7 @@ export class RecordingFinalizer {
         sessionId: session.id,
         recordingUrl: urls.recordingUrl,
         mp4Url: urls.mp4Url,
-        session: presentSession(ready, deps.publicUrl()),
+        session: presentSession(ready, links),
       });
     })();
     log.info({ ms: Date.now() - started }, "recording ready");

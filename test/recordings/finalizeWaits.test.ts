@@ -66,7 +66,7 @@ async function rig(recordingsDir: string, deps: Partial<FinalizeDeps>, run: (r: 
   const { log, lines } = capturedLog();
   const queue = await openQueue(store.db, createLogger("silent"), { kind: "embedded" }, { pollMs: 50 });
   const registry = new WatchedRegistry();
-  const base: FinalizeDeps = { store, events: { raise: () => {} }, log, registry, ffmpegPath, recordingsDir, publicUrl: () => "http://localhost" };
+  const base: FinalizeDeps = { store, events: { raise: () => {} }, log, registry, ffmpegPath, recordingsDir, links: () => ({ publicUrl: "http://localhost", sign: () => "sig" }) };
   let finalizer = new RecordingFinalizer({ ...base, ...deps });
   try {
     const { sessionId } = endedRecordedSession(store);

@@ -76,7 +76,7 @@ describe("recordings across crashes and failures", () => {
         registry: new ProcessRegistry(),
         ffmpegPath: locateFfmpeg(process.env.FFMPEG_PATH)!.path,
         recordingsDir: path.join(dir, "recordings"),
-        publicUrl: () => "http://localhost",
+        links: () => ({ publicUrl: "http://localhost", sign: () => "sig" }),
       });
       for (let attempt = 1; attempt < FINALIZE_ATTEMPTS; attempt++) {
         await expect(handle({ id: "j", queue: "q", data: { sessionId: session.id }, attempt })).rejects.toBeInstanceOf(RetryLater);
