@@ -13,7 +13,7 @@ import { tempDir } from "../helpers/server";
 
 // The finalize job against a real embedded queue, real ffmpeg and a real (small) disk: a disk
 // without room for the MP4 delays the job without costing it an attempt, however long; a remux
-// that stops moving is stopped and costs one. The recordings folder is a 64 MiB tmpfs (as root),
+// that stops moving is stopped and costs one. The recordings folder is a small tmpfs (as root),
 // or, elsewhere, the disk with STORAGE_MIN_FREE_MB set above its free space.
 
 const MiB = 1024 * 1024;
@@ -107,13 +107,13 @@ const spaceWaits = (lines: Record<string, unknown>[]) => lines.filter((l) => l.m
 
 describe("recording finalize and the disk", () => {
   it("a disk without room for the MP4 delays the finalize, without counting attempts, until there is room", async () => {
-    const disk = smallDisk(64);
+    const disk = smallDisk(48);
     // Elsewhere: the same shortfall from STORAGE_MIN_FREE_MB above the disk's free space.
     const recordingsDir = disk?.dir ?? path.join(work, "recordings");
     const short: Partial<FinalizeDeps> = disk ? { minFreeBytes: 0 } : { minFreeBytes: Number.MAX_SAFE_INTEGER };
     try {
       await rig(recordingsDir, { ...short, spaceRetryMs: 100 }, async (r) => {
-        // A 32 MB recording on a 64 MiB disk: its MP4 (about 49 MiB with the margin) does not fit.
+        // A 30 MiB recording on a 48 MiB disk: its MP4 (about 33 MiB with the margin) does not fit.
         await waitFor("five looks at the disk", () => spaceWaits(r.lines).length >= 5, 20_000);
         expect(spaceWaits(r.lines)[0]).toMatchObject({ reason: expect.stringMatching(/^not enough free space for the MP4: it needs about \d+ MiB/), attempt: 1 });
         // Far more tries than FINALIZE_ATTEMPTS, none counted, nothing failed, no ffmpeg spent.

@@ -57,16 +57,16 @@ describe("the remux's progress watchdog", () => {
 });
 
 describe("room for a recording's MP4", () => {
-  it("needs the rendition's size again, 5 % and 16 MiB", () => {
-    expect(mp4BytesNeeded(0)).toBe(16 * MiB);
-    expect(mp4BytesNeeded(2048 * MiB)).toBe(Math.ceil(2048 * MiB * 1.05) + 16 * MiB);
+  it("needs the rendition's size again, 5 % and 1 MiB", () => {
+    expect(mp4BytesNeeded(0)).toBe(MiB);
+    expect(mp4BytesNeeded(2048 * MiB)).toBe(Math.ceil(2048 * MiB * 1.05) + MiB);
   });
 
   it("fits only when STORAGE_MIN_FREE_MB stays free after it, and says why not", () => {
     const needed = mp4BytesNeeded(100 * MiB);
     expect(spaceShortfall(needed + 64 * MiB, needed, 64 * MiB)).toBeUndefined();
     const why = spaceShortfall(needed + 64 * MiB - 1, needed, 64 * MiB)!;
-    expect(why).toMatch(/not enough free space for the MP4: it needs about 121 MiB and 64 MiB must stay free for live sessions \(STORAGE_MIN_FREE_MB\), but only 185 MiB are free/);
+    expect(why).toMatch(/not enough free space for the MP4: it needs about 106 MiB and 64 MiB must stay free for live sessions \(STORAGE_MIN_FREE_MB\), but only 170 MiB are free/);
   });
 
   it("recognizes ffmpeg's full-disk failure", () => {
