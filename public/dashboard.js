@@ -73,12 +73,19 @@
     }), 4, "No streams yet: create one with POST /api/stream.");
   }
 
+  // The API's URL (signed: its query is what opens the recording), on this page's origin like
+  // every other link here: PUBLIC_URL may name a host this browser does not reach.
+  function sameOrigin(url) {
+    var u = new URL(url, location.href);
+    return u.pathname + u.search;
+  }
+
   function renderSessions(sessions, playbackIds) {
     rows(document.querySelector("#sessions tbody"), sessions.map(function (s) {
       var playbackId = s.playbackId || playbackIds[s.parentId];
       var actions = el("span", { class: "actions" }, [
         s.record && playbackId ? el("a", { href: "/play/" + encodeURIComponent(playbackId) + "?session=" + encodeURIComponent(s.id), text: "Play" }) : null,
-        s.recordingStatus === "ready" ? el("a", { href: "/recordings/" + encodeURIComponent(s.id) + "/output.mp4", download: "", text: "Download MP4" }) : null,
+        s.recordingStatus === "ready" && s.mp4Url ? el("a", { href: sameOrigin(s.mp4Url), download: "", text: "Download MP4" }) : null,
       ]);
       var rec = !s.record ? status("not recorded") : s.recordingStatus === "ready" ? status("ready", "ok")
         : s.recordingStatus === "failed" ? status("failed", "bad") : status(s.recordingStatus || "recording");

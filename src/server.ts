@@ -16,7 +16,7 @@ import { MultistreamManager } from "./multistream";
 import { OutboundPolicy } from "./outbound";
 import { cachedReadiness, livenessRouter, probeDatabaseWritable, probeFfmpeg, readinessRouter, StorageWatch, STORAGE_RESERVE_BYTES } from "./health";
 import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "./metrics";
-import { finalizeHandler, FINALIZE_QUEUE, Recorder, startRetention, type FinalizeJob } from "./recordings";
+import { FINALIZE_QUEUE, Recorder, RecordingFinalizer, RecordingUrlSigner, startRetention, type FinalizeJob } from "./recordings";
 import { SessionManager } from "./sessions";
 import { startWebhookHistoryRetention, WEBHOOK_DELIVERY_QUEUE } from "./webhooks";
 
@@ -69,6 +69,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     fs.writeFileSync(keyFile, firstUser.apiKey + "\n", { mode: 0o600 });
     log.info({ userId: user.id, keyFile }, "empty data directory: created the first user and API key");
   }
+
+  // Recording URLs are signed with a secret of this data directory (made at the first start).
+  let recordingSigner: RecordingUrlSigner;
+  try {
+    recordingSigner = RecordingUrlSigner.open(config.dataDir);
+  } catch (err) {
+    store.close();
+    lock.release();
+    throw err;
+  }
+  const signRecording = (sessionId: string) => recordingSigner.sign(sessionId);
 
   let resolvedPublicUrl = config.publicUrlSetting ?? "";
 
@@ -219,13 +230,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const adminPort = (admin.address() as AddressInfo).port;
   adminAddress = `${config.adminHost.includes(":") ? `[${config.adminHost}]` : config.adminHost}:${adminPort}`;
 
-  const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, live: sessions, limits: config.limits, outbound }, [
+  const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, signRecording, live: sessions, limits: config.limits, outbound }, [
     hlsRouter(store, hlsDir),
-    recordingsRouter(store, recordingsDir),
+    recordingsRouter(store, recordingsDir, recordingSigner),
     livenessRouter(),
     operatorGate(config.metricsToken, () => adminAddress),
     ...operatorRouters,
-    playerRouter(store),
+    playerRouter(store, signRecording),
     dashboardRouter(() => rtmpPublicUrl(config, rtmpPort)),
   ], metrics);
   const server = http.createServer(app);
@@ -256,11 +267,18 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const port = (server.address() as AddressInfo).port;
   resolvedPublicUrl = publicUrl(config, port);
   // Finalize only once PUBLIC_URL is known: recording.ready carries the recording's URLs.
-  running.queue.process<FinalizeJob>(
-    FINALIZE_QUEUE,
-    finalizeHandler({ store, events, log, registry: processes, ffmpegPath: ffmpeg?.path, recordingsDir, publicUrl: () => resolvedPublicUrl }),
-    { concurrency: 1 },
-  );
+  const finalizer = new RecordingFinalizer({
+    store,
+    events,
+    log,
+    registry: processes,
+    ffmpegPath: ffmpeg?.path,
+    recordingsDir,
+    links: () => ({ publicUrl: resolvedPublicUrl, sign: signRecording }),
+    minFreeBytes: config.storageMinFreeBytes,
+    stallMs: config.finalizeStallMs,
+  });
+  const finalizeWorker = running.queue.process<FinalizeJob>(FINALIZE_QUEUE, finalizer.handle, { concurrency: 1 });
 
   let stopped: Promise<void> | undefined;
   return {
@@ -280,7 +298,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     firstUser,
     stop: () =>
       (stopped ??= (async () => {
-        // Live sessions first: publishers disconnected, playlists ended, isActive false and
+        // Finalize first: no job is taken from here on (ending the live sessions below enqueues
+        // theirs, for the next start), and a remux running is stopped with its job released to
+        // run again after the restart, this attempt not counted.
+        const finalizeStopped = finalizeWorker.close();
+        finalizer.interrupt();
+        await finalizeStopped;
+        // Live sessions next: publishers disconnected, playlists ended, isActive false and
         // stream.idle raised while the event sink still takes events.
         await sessions.shutdown();
         await ingest.close();

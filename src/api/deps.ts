@@ -9,6 +9,8 @@ export interface ApiDeps {
   log: Logger;
   /** PUBLIC_URL, known once the server has bound its port. */
   publicUrl(): string;
+  /** The signature of a session's recording URLs (src/recordings keeps the key). */
+  signRecording(sessionId: string): string;
   live: LiveControl;
   /** API rate limit and per-stream caps (config `limits`); DEFAULT_LIMITS when absent. */
   limits?: LimitSettings;

@@ -205,6 +205,9 @@ const envSchema = z.object({
   // Below this much free space on the data directory, live sessions end and publishes are
   // refused (while SQLite can still record it), and /readyz fails.
   STORAGE_MIN_FREE_MB: integer("STORAGE_MIN_FREE_MB", 64, 0, 1_000_000, " (MiB)"),
+  // A recording's MP4 remux runs as long as it needs; one that writes nothing for this long is
+  // stuck (a hung disk or mount) and is stopped, which counts as a failed attempt.
+  FINALIZE_STALL_SECONDS: integer("FINALIZE_STALL_SECONDS", 30, 1, 3600, " (seconds)"),
   // A publisher that drops (a Wi-Fi blip; OBS retries every few seconds) continues its session
   // if it is back within this window; 0 ends the session as soon as it leaves.
   RECONNECT_WINDOW_SECONDS: integer("RECONNECT_WINDOW_SECONDS", 30, 0, MAX_RECONNECT_WINDOW_SECONDS, " (seconds)"),
@@ -263,6 +266,8 @@ export interface Config {
   webhookLogRetentionDays: number;
   /** Free space the data directory must keep for live sessions to go on, bytes. */
   storageMinFreeBytes: number;
+  /** A recording's MP4 remux that makes no progress this long is stopped, ms. */
+  finalizeStallMs: number;
   /** Seconds a session waits for its publisher to reconnect (streams may set their own). */
   reconnectWindowSeconds: number;
   /** A publisher silent this long is disconnected, ms. */
@@ -331,6 +336,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     recordingsRetentionDays: e.RECORDINGS_RETENTION_DAYS,
     storageMinFreeBytes: e.STORAGE_MIN_FREE_MB * 1024 * 1024,
     webhookLogRetentionDays: e.WEBHOOK_LOG_RETENTION_DAYS,
+    finalizeStallMs: e.FINALIZE_STALL_SECONDS * 1000,
     reconnectWindowSeconds: e.RECONNECT_WINDOW_SECONDS,
     publishMediaTimeoutMs: e.PUBLISH_MEDIA_TIMEOUT_SECONDS * 1000,
     transcodeBudget: e.TRANSCODE_BUDGET === 0 ? undefined : e.TRANSCODE_BUDGET,

@@ -42,7 +42,12 @@ function notFoundPage(res: Response): void {
   sendPage(res, 404, renderPage({ title: "Not found · onair", body, scripts: [], bodyClass: "message-page" }), { framable: true });
 }
 
-export function playerRouter(store: Store): express.Router {
+/**
+ * `signRecording`: the page of a recording embeds its signed playlist URL, so the page is what
+ * the stream's playback id and the session id together open, and the session id alone opens
+ * nothing.
+ */
+export function playerRouter(store: Store, signRecording: (sessionId: string) => string): express.Router {
   const router = express.Router();
   serveAsset(router, "hls.min.js", require.resolve("hls.js/dist/hls.min.js"));
   serveAsset(router, "player.js", "player.js");
@@ -60,7 +65,8 @@ export function playerRouter(store: Store): express.Router {
     const record = typeof session === "string" && SESSION_ID.test(session) ? store.sessions.get(session) : undefined;
     if (!record || !record.record || record.parentId !== stream.id) return notFoundPage(res);
     const title = `${stream.name} · recording of ${new Date(record.createdAt).toISOString().slice(0, 16).replace("T", " ")} UTC`;
-    sendPage(res, 200, renderPlayer({ title, playbackId, src: `/recordings/${record.id}/index.m3u8`, kind: "vod" }), { framable: true });
+    const src = `/recordings/${record.id}/index.m3u8?sig=${signRecording(record.id)}`;
+    sendPage(res, 200, renderPlayer({ title, playbackId, src, kind: "vod" }), { framable: true });
   });
   router.use(malformedPathIsNotFound);
   return router;

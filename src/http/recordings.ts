@@ -1,10 +1,14 @@
+import fs from "node:fs";
 import path from "node:path";
-import express, { type Response } from "express";
+import express, { type Request, type Response } from "express";
 import type { Store } from "../db";
+import { signPlaylistUris, SIGNATURE_PARAM, type RecordingUrlSigner } from "../recordings";
 import { malformedPathIsNotFound } from "./malformedPath";
 
 // Recordings at /recordings/<sessionId>/index.m3u8 (master), /<n>/index.m3u8 and segments,
-// and /recordings/<sessionId>/output.mp4, with HTTP ranges (players seek in the MP4).
+// and /recordings/<sessionId>/output.mp4, with HTTP ranges (players seek in the MP4). Every
+// request carries the `sig` of the URL the API handed out; without it, or with another
+// session's, the answer is the same 404 as for no recording at all: nothing tells them apart.
 
 const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const VARIANT = /^\d{1,2}$/;
@@ -13,31 +17,46 @@ const TYPES: Record<string, string> = { ".m3u8": "application/vnd.apple.mpegurl"
 
 const notFound = (res: Response) => void res.status(404).json({ errors: ["not found"] });
 
-export function recordingsRouter(store: Store, recordingsDir: string): express.Router {
+export function recordingsRouter(store: Store, recordingsDir: string, signer: RecordingUrlSigner): express.Router {
   const router = express.Router();
 
-  const send = (res: Response, sessionId: string, parts: string[]) => {
+  const send = async (req: Request, res: Response, sessionId: string, parts: string[]) => {
+    const sig = req.query[SIGNATURE_PARAM];
     // Only names of our own making reach the file system: nothing can climb out.
-    if (!SESSION_ID.test(sessionId) || !store.sessions.get(sessionId)?.record) return notFound(res);
+    if (!SESSION_ID.test(sessionId) || !signer.verify(sessionId, sig) || !store.sessions.get(sessionId)?.record) return notFound(res);
     const ext = path.extname(parts[parts.length - 1]!);
     res.set("access-control-allow-origin", "*");
+    if (ext === ".m3u8") {
+      // Playlists name their variants and segments relative to themselves: each gets the
+      // signature, or the player's next request would be refused.
+      let text: string;
+      try {
+        text = await fs.promises.readFile(path.join(recordingsDir, sessionId, ...parts), "utf8");
+      } catch {
+        return notFound(res);
+      }
+      // Playlists of a recording still in progress grow.
+      res.set({ "content-type": TYPES[ext]!, "cache-control": "no-cache" });
+      // A Buffer: res.send would add "; charset" to a string's content type.
+      return void res.send(Buffer.from(signPlaylistUris(text, sig as string)));
+    }
     res.sendFile(path.join(sessionId, ...parts), {
       root: recordingsDir,
       dotfiles: "deny",
-      // Playlists of a recording still in progress grow; the files they list never change.
-      headers: { "content-type": TYPES[ext]!, "cache-control": ext === ".m3u8" ? "no-cache" : "public, max-age=3600" },
+      // The files playlists list never change.
+      headers: { "content-type": TYPES[ext]!, "cache-control": "public, max-age=3600" },
       cacheControl: false,
     }, (err) => {
       if (err && !res.headersSent) notFound(res);
     });
   };
 
-  router.get("/recordings/:sessionId/index.m3u8", (req, res) => send(res, req.params.sessionId, ["index.m3u8"]));
-  router.get("/recordings/:sessionId/output.mp4", (req, res) => send(res, req.params.sessionId, ["output.mp4"]));
+  router.get("/recordings/:sessionId/index.m3u8", (req, res) => send(req, res, req.params.sessionId, ["index.m3u8"]));
+  router.get("/recordings/:sessionId/output.mp4", (req, res) => send(req, res, req.params.sessionId, ["output.mp4"]));
   router.get("/recordings/:sessionId/:variant/:file", (req, res) => {
     const { sessionId, variant, file } = req.params;
     if (!VARIANT.test(variant) || !FILE.test(file)) return notFound(res);
-    send(res, sessionId, [variant, file]);
+    return send(req, res, sessionId, [variant, file]);
   });
   router.use(malformedPathIsNotFound);
   return router;

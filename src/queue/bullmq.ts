@@ -1,4 +1,4 @@
-import { Queue, Worker, type Job as BullJob, type JobsOptions } from "bullmq";
+import { DelayedError, Queue, Worker, type Job as BullJob, type JobsOptions } from "bullmq";
 import { Redis } from "ioredis";
 import type { Db } from "../db";
 import type { Logger } from "../log";
@@ -14,6 +14,7 @@ import {
   type NewJob,
   type ProcessOptions,
   type QueueTuning,
+  type QueueWorker,
 } from "./types";
 
 export interface BullQueueSettings {
@@ -92,11 +93,23 @@ export class BullQueue implements JobQueue {
     enqueueJob(this.db, queue, job);
   }
 
-  process<T>(queue: string, handler: JobHandler<T>, options: ProcessOptions): void {
+  process<T>(queue: string, handler: JobHandler<T>, options: ProcessOptions): QueueWorker {
     if (!(options.concurrency >= 1)) throw new Error(`queue ${queue}: concurrency must be at least 1`);
+    const run = async (job: BullJob, token?: string) => {
+      try {
+        // Runs that failed, and runs whose worker died (stalled), count; runs that gave their
+        // attempt back (moved to delayed below) do not, unlike BullMQ's attemptsStarted.
+        await handler({ id: job.id!, queue, data: job.data as T, attempt: job.attemptsMade + job.stalledCounter + 1 });
+      } catch (err) {
+        if (!(err instanceof RetryLater) || err.counted || token === undefined) throw err;
+        // BullMQ's way to run a job again later without counting an attempt.
+        await job.moveToDelayed(Date.now() + err.delayMs, token);
+        throw new DelayedError(err.message);
+      }
+    };
     const worker = new Worker(
       queue,
-      (job: BullJob) => handler({ id: job.id!, queue, data: job.data as T, attempt: job.attemptsStarted }),
+      run,
       {
         connection: this.connection,
         prefix: this.settings.prefix,
@@ -119,6 +132,7 @@ export class BullQueue implements JobQueue {
       }
     });
     this.workers.push(worker);
+    return { close: (o = {}) => worker.close(o.force ?? false) };
   }
 
   private closing: Promise<void> | undefined;

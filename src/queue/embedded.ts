@@ -11,6 +11,7 @@ import {
   type NewJob,
   type ProcessOptions,
   type QueueTuning,
+  type QueueWorker,
 } from "./types";
 
 /**
@@ -119,13 +120,13 @@ class TableWorker<T> {
   /** Runs the handler and records how it went; never rejects. */
   private async run(row: JobRow & { lease_token: string }): Promise<void> {
     const job = { id: row.id, queue: row.queue, data: JSON.parse(row.data) as T, attempt: row.attempts };
-    let retry: { delayMs: number; reason: string } | undefined;
+    let retry: { delayMs: number; reason: string; counted: boolean } | undefined;
     try {
       await this.handler(job);
     } catch (err) {
-      if (err instanceof RetryLater) retry = { delayMs: err.delayMs, reason: err.message };
+      if (err instanceof RetryLater) retry = { delayMs: err.delayMs, reason: err.message, counted: err.counted };
       else {
-        retry = { delayMs: errorBackoff(this.tuning, row.attempts), reason: err instanceof Error ? err.message : String(err) };
+        retry = { delayMs: errorBackoff(this.tuning, row.attempts), reason: err instanceof Error ? err.message : String(err), counted: true };
         if (!this.forced) this.log.error({ err, queue: this.queue, jobId: row.id, attempt: row.attempts }, "queue: job failed unexpectedly; will retry");
       }
     }
@@ -136,7 +137,7 @@ class TableWorker<T> {
       await writeWhenStorageAllows(
         () =>
           outcome
-            ? this.table.retry(row.id, row.lease_token, Date.now() + outcome.delayMs, outcome.reason)
+            ? this.table.retry(row.id, row.lease_token, Date.now() + outcome.delayMs, outcome.reason, outcome.counted)
             : this.table.complete(row.id, row.lease_token, Date.now()),
         { giveUp: () => this.closed },
       );
@@ -146,14 +147,22 @@ class TableWorker<T> {
     }
   }
 
-  async close(force: boolean): Promise<void> {
-    this.closed = true;
-    this.forced = force;
-    clearTimeout(this.timer);
-    // Forced: the jobs stay claimed, as after a crash, and come due when their leases end.
-    if (force) for (const r of this.renewals) clearInterval(r);
-    this.stopListening();
-    if (!force) await Promise.all([...this.running]);
+  private closing: Promise<void> | undefined;
+
+  /** Idempotent; a forced close after an unforced one still leaves the running jobs claimed. */
+  close(force: boolean): Promise<void> {
+    if (force && !this.forced) {
+      this.forced = true;
+      // Forced: the jobs stay claimed, as after a crash, and come due when their leases end.
+      for (const r of this.renewals) clearInterval(r);
+    }
+    if (!this.closing) {
+      this.closed = true;
+      clearTimeout(this.timer);
+      this.stopListening();
+      this.closing = Promise.all([...this.running]).then(() => undefined);
+    }
+    return force ? Promise.resolve() : this.closing;
   }
 }
 
@@ -177,9 +186,11 @@ export class EmbeddedQueue implements JobQueue {
     enqueueJob(this.db, queue, job);
   }
 
-  process<T>(queue: string, handler: JobHandler<T>, options: ProcessOptions): void {
+  process<T>(queue: string, handler: JobHandler<T>, options: ProcessOptions): QueueWorker {
     if (!(options.concurrency >= 1)) throw new Error(`queue ${queue}: concurrency must be at least 1`);
-    this.workers.push(new TableWorker(this.table, queue, handler as JobHandler<unknown>, options.concurrency, this.tuning, this.log));
+    const worker = new TableWorker(this.table, queue, handler as JobHandler<unknown>, options.concurrency, this.tuning, this.log);
+    this.workers.push(worker);
+    return { close: (o = {}) => worker.close(o.force ?? false) };
   }
 
   private closing: Promise<void> | undefined;

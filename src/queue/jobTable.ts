@@ -77,14 +77,14 @@ export class JobTable {
       .changes === 1;
   }
 
-  /** Releases a claimed job to run again at `runAt`. */
-  retry(id: string, token: string, runAt: number, error: string): boolean {
-    return this.sql("UPDATE queue_jobs SET run_at = ?, lease_token = NULL, last_error = ? WHERE id = ? AND lease_token = ?").run(
-      runAt,
-      error.slice(0, 2000),
-      id,
-      token,
-    ).changes === 1;
+  /**
+   * Releases a claimed job to run again at `runAt`. Not `counted`: the claim's attempt is given
+   * back, so the next run has the same attempt number.
+   */
+  retry(id: string, token: string, runAt: number, error: string, counted = true): boolean {
+    return this.sql(
+      "UPDATE queue_jobs SET run_at = ?, lease_token = NULL, last_error = ?, attempts = attempts - ? WHERE id = ? AND lease_token = ?",
+    ).run(runAt, error.slice(0, 2000), counted ? 0 : 1, id, token).changes === 1;
   }
 
   /** When the next waiting job of `queue` comes due (a leased one: when its lease ends). */

@@ -16,7 +16,11 @@ export interface Job<T> {
   id: string;
   queue: string;
   data: T;
-  /** How many times this job has been started, this run included (1 on the first run). */
+  /**
+   * How many times this job has been started, this run included (1 on the first run). A run
+   * whose handler gave its attempt back (`RetryLater` with `counted: false`) is not counted: the
+   * next run has the same number. A run cut short by a crash is counted.
+   */
   attempt: number;
 }
 
@@ -24,20 +28,38 @@ export interface Job<T> {
  * or a transient fault (a busy database); it is retried with a capped back-off, never dropped. */
 export type JobHandler<T> = (job: Job<T>) => Promise<void>;
 
-/** Thrown by a handler to have the same job (same id and data) run again after `delayMs`. */
+/**
+ * Thrown by a handler to have the same job (same id and data) run again after `delayMs`. With
+ * `counted: false` the run gives its attempt back (the next run has the same attempt number):
+ * for runs that stopped for a reason of the server's (a shutdown, no room on its disk), not of
+ * the job's.
+ */
 export class RetryLater extends Error {
+  readonly counted: boolean;
+
   constructor(
     readonly delayMs: number,
     reason: string,
+    options: { counted?: boolean } = {},
   ) {
     super(reason);
     this.name = "RetryLater";
+    this.counted = options.counted ?? true;
   }
 }
 
 export interface ProcessOptions {
   /** Jobs of this queue running at once in this process. */
   concurrency: number;
+}
+
+/** One queue's workers in this process (what `process` started). */
+export interface QueueWorker {
+  /**
+   * Stops taking this queue's jobs and waits for those running to finish; the queue's other
+   * workers go on. `force` as for `JobQueue.close`. Idempotent.
+   */
+  close(options?: { force?: boolean }): Promise<void>;
 }
 
 export interface JobQueue {
@@ -48,7 +70,7 @@ export interface JobQueue {
    */
   enqueue<T>(queue: string, job: NewJob<T>): void;
   /** Starts running `queue`'s jobs in this process. */
-  process<T>(queue: string, handler: JobHandler<T>, options: ProcessOptions): void;
+  process<T>(queue: string, handler: JobHandler<T>, options: ProcessOptions): QueueWorker;
   /**
    * Stops taking jobs and waits for those running to finish. `force` does not wait: the jobs
    * running are left claimed, as a crashed process leaves them, and run again after the lease.

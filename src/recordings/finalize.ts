@@ -3,14 +3,18 @@ import path from "node:path";
 import type { Store } from "../db";
 import type { EventSink } from "../events";
 import type { Logger } from "../log";
-import { buildMasterPlaylist, parseMediaPlaylist, renditionLadder, spawnSupervised, writeAtomically, type ProcessRegistry } from "../media";
+import { buildMasterPlaylist, parseMediaPlaylist, renditionLadder, writeAtomically, type ProcessRegistry } from "../media";
 import { RetryLater, type Job } from "../queue";
-import { presentSession, recordingUrls, type Rendition } from "../shapes";
+import { presentSession, recordingUrls, type RecordingLinks, type Rendition } from "../shapes";
 import type { FinalizeJob } from "./recorder";
-import { bestRendition, buildMp4RemuxArgs, buildVodPlaylist, isSegmentFileName } from "./vod";
+import { DEFAULT_REMUX_STALL_MS, RemuxFailed, RemuxInterrupted, remuxToMp4 } from "./remux";
+import { freeBytesAt, isNoSpace, mp4BytesNeeded, saysNoSpace, spaceShortfall } from "./space";
+import { bestRendition, buildVodPlaylist, isSegmentFileName } from "./vod";
 
+/** Remuxes that fail (or stall) this many times mark the recording failed. */
 export const FINALIZE_ATTEMPTS = 3;
-const REMUX_TIMEOUT_MS = 50_000;
+/** A recording that does not fit on the disk yet is looked at again this often. */
+export const DEFAULT_SPACE_RETRY_MS = 60_000;
 
 export interface FinalizeDeps {
   store: Store;
@@ -19,31 +23,85 @@ export interface FinalizeDeps {
   registry: ProcessRegistry;
   ffmpegPath: string | undefined;
   recordingsDir: string;
-  publicUrl(): string;
+  /** PUBLIC_URL and the signing of recording URLs: recording.ready carries them. */
+  links(): RecordingLinks;
+  /** Free space live sessions need (STORAGE_MIN_FREE_MB): the MP4 must leave it. 0 when absent. */
+  minFreeBytes?: number;
+  /** A remux that makes no progress this long is stopped (FINALIZE_STALL_SECONDS). */
+  stallMs?: number;
+  /** Delay before looking again at a recording whose MP4 does not fit. */
+  spaceRetryMs?: number;
 }
+
+/** The disk lacks room for the MP4: the server's problem, not the recording's. */
+class NoRoom extends Error {}
 
 /**
  * The finalize job: close every rendition's playlist as VOD, make sure a master playlist
- * exists, remux the best rendition into output.mp4, then `ready` and recording.ready. A failed
- * remux is tried again; after the last try the recording is `failed` with the reason.
+ * exists, remux the best rendition into output.mp4, then `ready` and recording.ready.
+ *
+ * A remux that fails or stops making progress is tried again; after the last try the recording
+ * is `failed` with the reason. Two things are never held against a recording: a disk without
+ * room for its MP4 (the job waits, looking again every minute, however long it takes), and a
+ * shutdown (`interrupt()`: the remux is stopped and the job runs after the restart with the
+ * same attempt number).
  */
-export function finalizeHandler(deps: FinalizeDeps) {
-  return async (job: Job<FinalizeJob>): Promise<void> => {
+export class RecordingFinalizer {
+  private readonly running = new Set<AbortController>();
+  private interrupted = false;
+
+  constructor(private readonly deps: FinalizeDeps) {}
+
+  /** Stops every remux running, and any attempt that would still start, without counting them. */
+  interrupt(): void {
+    this.interrupted = true;
+    for (const c of this.running) c.abort();
+  }
+
+  readonly handle = async (job: Job<FinalizeJob>): Promise<void> => {
+    const { deps } = this;
     const { store } = deps;
     const session = store.sessions.get(job.data.sessionId);
     if (!session || session.recordingStatus === "ready" || session.recordingStatus === "failed") return;
     const log = deps.log.child({ streamId: session.parentId, sessionId: session.id, attempt: job.attempt });
+    if (this.interrupted) throw new RetryLater(0, "the server is shutting down", { counted: false });
     const dir = path.join(deps.recordingsDir, session.id);
     const started = Date.now();
+    const control = new AbortController();
+    this.running.add(control);
+    let needed: number | undefined;
     try {
       // The session's own renditions say which folders hold its recording; no file name is
       // ever read back from playlist text (which once carried user-chosen profile names).
       const recorded = closePlaylists(dir, renditionLadder(session.profiles, 1));
       const best = bestRendition(recorded);
       if (!best) throw new Error("the recording has no playable rendition");
-      await remux(deps, log, path.join(dir, String(best.rendition.index), "index.m3u8"), path.join(dir, "output.mp4"));
+      needed = mp4BytesNeeded(best.bytes);
+      const shortfall = spaceShortfall(freeBytesAt(dir), needed, deps.minFreeBytes ?? 0);
+      if (shortfall) throw new NoRoom(shortfall);
+      if (!deps.ffmpegPath) throw new Error("ffmpeg is not available on this server");
+      await remuxToMp4({
+        ffmpegPath: deps.ffmpegPath,
+        registry: deps.registry,
+        log,
+        playlist: path.join(dir, String(best.rendition.index), "index.m3u8"),
+        output: path.join(dir, "output.mp4"),
+        stallMs: deps.stallMs ?? DEFAULT_REMUX_STALL_MS,
+        signal: control.signal,
+      });
     } catch (err) {
+      if (err instanceof RemuxInterrupted) {
+        log.info("recording finalize interrupted by the shutdown: it runs again after the restart, this attempt not counted");
+        throw new RetryLater(0, err.message, { counted: false });
+      }
       const reason = err instanceof Error ? err.message : String(err);
+      // A full disk, found before the remux or by it, is the server's problem, not the recording's.
+      const noRoom = err instanceof NoRoom || isNoSpace(err) || (err instanceof RemuxFailed && (saysNoSpace(err.stderrTail) || this.lacksRoom(dir, needed)));
+      if (noRoom) {
+        const delayMs = deps.spaceRetryMs ?? DEFAULT_SPACE_RETRY_MS;
+        log.warn({ reason, retryInMs: delayMs }, "recording finalize waits for free space; this attempt is not counted");
+        throw new RetryLater(delayMs, reason, { counted: false });
+      }
       if (job.attempt < FINALIZE_ATTEMPTS) {
         log.warn({ reason }, "recording finalize failed; will try again");
         throw new RetryLater(2000 * 2 ** (job.attempt - 1), reason);
@@ -51,8 +109,11 @@ export function finalizeHandler(deps: FinalizeDeps) {
       store.sessions.setRecordingStatus(session.id, "failed", reason);
       log.error({ reason, attempts: job.attempt }, "recording finalize failed for good: recording marked failed");
       return;
+    } finally {
+      this.running.delete(control);
     }
-    const urls = recordingUrls(deps.publicUrl(), session.id);
+    const links = deps.links();
+    const urls = recordingUrls(links, session.id);
     store.db.transaction(() => {
       store.sessions.setRecordingStatus(session.id, "ready");
       const ready = store.sessions.get(session.id)!;
@@ -60,17 +121,29 @@ export function finalizeHandler(deps: FinalizeDeps) {
         sessionId: session.id,
         recordingUrl: urls.recordingUrl,
         mp4Url: urls.mp4Url,
-        session: presentSession(ready, deps.publicUrl()),
+        session: presentSession(ready, links),
       });
     })();
     log.info({ ms: Date.now() - started }, "recording ready");
   };
+
+  /** Whether the MP4 still lacks room (another writer may have filled the disk during the remux). */
+  private lacksRoom(dir: string, needed: number | undefined): boolean {
+    if (needed === undefined) return false;
+    try {
+      return spaceShortfall(freeBytesAt(dir), needed, this.deps.minFreeBytes ?? 0) !== undefined;
+    } catch {
+      return false;
+    }
+  }
 }
 
 export interface RecordedRendition {
   rendition: Rendition;
   /** bits per second over the recording */
   bandwidth: number;
+  /** its segments' size */
+  bytes: number;
 }
 
 /**
@@ -93,7 +166,7 @@ export function closePlaylists(dir: string, renditions: Rendition[]): RecordedRe
     writeAtomically(file, buildVodPlaylist(segments, true));
     const bytes = segments.reduce((n, s) => n + fs.statSync(path.join(folder, s.uri)).size, 0);
     const seconds = segments.reduce((n, s) => n + s.duration, 0);
-    recorded.push({ rendition, bandwidth: seconds > 0 ? (bytes * 8) / seconds : 1 });
+    recorded.push({ rendition, bandwidth: seconds > 0 ? (bytes * 8) / seconds : 1, bytes });
   }
   const masterFile = path.join(dir, "index.m3u8");
   const wanted = recorded.map((r) => `${r.rendition.index}/index.m3u8`);
@@ -119,21 +192,6 @@ export function listsExactly(master: string, uris: string[]): boolean {
   const tagsKnown = lines.every((l) => !l.startsWith("#") || /^#(EXTM3U|EXT-X-VERSION:\d+|EXT-X-INDEPENDENT-SEGMENTS|EXT-X-STREAM-INF:.*)$/.test(l));
   const listed = lines.filter((l) => !l.startsWith("#"));
   return tagsKnown && listed.length === uris.length && uris.every((u) => listed.includes(u));
-}
-
-async function remux(deps: FinalizeDeps, log: Logger, playlist: string, output: string): Promise<void> {
-  if (!deps.ffmpegPath) throw new Error("ffmpeg is not available on this server");
-  const tmp = `${output}.tmp`;
-  const p = spawnSupervised(deps.registry, { command: deps.ffmpegPath, args: buildMp4RemuxArgs(playlist, tmp), log, name: "ffmpeg remux" });
-  // A copy remux runs at disk speed (60 s of 720p in about 0.25 s here); one that takes much
-  // longer is stuck, and must not hold the job.
-  const timer = setTimeout(() => p.kill(), REMUX_TIMEOUT_MS);
-  const end = await p.ended.finally(() => clearTimeout(timer));
-  if (end.code !== 0) {
-    fs.rmSync(tmp, { force: true });
-    throw new Error(`MP4 remux failed (ffmpeg exit ${end.code ?? end.signal}): ${end.stderrTail.slice(-3).join(" | ") || "no output"}`);
-  }
-  fs.renameSync(tmp, output);
 }
 
 /** The segments `keep` keeps; a seam's mark on a dropped segment moves to the next one kept (pure). */

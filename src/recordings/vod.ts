@@ -52,6 +52,8 @@ export function buildMp4RemuxArgs(playlist: string, output: string): string[] {
     // ADTS AAC in TS becomes MP4's raw AAC (older ffmpeg builds do not insert it themselves).
     "-bsf:a", "aac_adtstoasc",
     "-movflags", "+faststart",
+    // Twice a second, the output clock and bytes: what the remux's watchdog reads.
+    "-progress", "pipe:1", "-nostats",
     "-f", "mp4", "-y", output,
   ];
 }

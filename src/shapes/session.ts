@@ -19,8 +19,8 @@ export const sessionObject = z
     profiles: z.array(profile),
     ...mediaCounterFields,
     recordingStatus: z.enum(["waiting", "ready", "failed", "deleted", "none"]).optional(),
-    recordingUrl: z.string().optional().describe("HLS playlist of the recording"),
-    mp4Url: z.string().optional(),
+    recordingUrl: z.string().optional().describe("HLS playlist of the recording; signed (its `sig` query parameter is what opens it)"),
+    mp4Url: z.string().optional().describe("MP4 of the recording; signed like recordingUrl"),
     mp4URL: z.string().optional().describe("same as mp4Url"),
     recordingError: z.string().optional().describe("why a recording failed"),
     endReason: z
@@ -49,20 +49,30 @@ export interface StoredSession extends SegmentCounters {
   endReason: string | null;
 }
 
-export function recordingUrls(publicUrl: string, sessionId: string) {
+/** Where recordings are served, and how their URLs are signed (src/recordings keeps the key). */
+export interface RecordingLinks {
+  /** PUBLIC_URL */
+  publicUrl: string;
+  /** The `sig` that lets a URL's holder read this session's recording. */
+  sign(sessionId: string): string;
+}
+
+/** A recording's URLs: the paths of DESIGN.md, signed so that a session id alone opens nothing. */
+export function recordingUrls(links: RecordingLinks, sessionId: string) {
+  const sig = `?sig=${links.sign(sessionId)}`;
   return {
-    recordingUrl: `${publicUrl}/recordings/${sessionId}/index.m3u8`,
-    mp4Url: `${publicUrl}/recordings/${sessionId}/output.mp4`,
+    recordingUrl: `${links.publicUrl}/recordings/${sessionId}/index.m3u8${sig}`,
+    mp4Url: `${links.publicUrl}/recordings/${sessionId}/output.mp4${sig}`,
   };
 }
 
-export function presentSession(s: StoredSession, publicUrl: string, rates: LiveRates = NO_RATE): SessionJson {
+export function presentSession(s: StoredSession, links: RecordingLinks, rates: LiveRates = NO_RATE): SessionJson {
   const recording: Partial<SessionJson> = {};
   if (s.record && s.recordingStatus) {
     recording.recordingStatus = s.recordingStatus;
     if (s.recordingStatus === "failed" && s.recordingError) recording.recordingError = s.recordingError;
     if (s.recordingStatus === "ready") {
-      const urls = recordingUrls(publicUrl, s.id);
+      const urls = recordingUrls(links, s.id);
       Object.assign(recording, { recordingUrl: urls.recordingUrl, mp4Url: urls.mp4Url, mp4URL: urls.mp4Url });
     }
   }

@@ -94,8 +94,8 @@ describe("livepeer SDK", () => {
     const recorded = await sdk.session.getRecorded(s.id!, true);
     expect(recorded.data).toHaveLength(1);
     expect(recorded.data![0]).toMatchObject({ id: session.id, recordingStatus: "ready" });
-    expect(recorded.data![0]!.recordingUrl).toMatch(/\/recordings\/.+\/index\.m3u8$/);
-    expect(recorded.data![0]!.mp4Url).toMatch(/\/recordings\/.+\/output\.mp4$/);
+    expect(recorded.data![0]!.recordingUrl).toMatch(/\/recordings\/.+\/index\.m3u8\?sig=[\w-]{43}$/);
+    expect(recorded.data![0]!.mp4Url).toMatch(/\/recordings\/.+\/output\.mp4\?sig=[\w-]{43}$/);
   });
 
   it("playback get", async () => {

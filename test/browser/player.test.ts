@@ -192,7 +192,8 @@ describe("player and dashboard in headless Chromium", () => {
     const play = page.locator(`#sessions a[href*="?session="]`).first();
     await play.waitFor();
     expect(await play.getAttribute("href")).toMatch(new RegExp(`^/play/${stream.playbackId}\\?session=[0-9a-f-]{36}$`));
-    const mp4 = await page.locator(`#sessions a[href$="/output.mp4"]`).first().getAttribute("href");
+    // The API's signed URL, on the page's origin.
+    const mp4 = await page.locator(`#sessions a[href*="/output.mp4?sig="]`).first().getAttribute("href");
     expect((await fetch(base + mp4!)).headers.get("content-type")).toBe("video/mp4");
     await page.locator("#webhooks td", { hasText: "stream.started" }).first().waitFor();
     await screenshot(page, "dashboard");

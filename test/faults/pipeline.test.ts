@@ -58,7 +58,7 @@ describe("pipeline faults", () => {
       return x && ["ready", "failed"].includes(x.recordingStatus) ? x : undefined;
     }, 30_000);
     expect(session.recordingStatus).toBe("ready");
-    const vod = await (await fetch(`http://127.0.0.1:${fx.t.server.port}/recordings/${session.id}/0/index.m3u8`)).text();
+    const vod = await (await fetch(session.recordingUrl.replace("/index.m3u8", "/0/index.m3u8"))).text();
     expect(vod.match(/#EXT-X-DISCONTINUITY\n#EXTINF:[\d.]+,\n\S+r1_\d+\.ts/g)).toHaveLength(1);
     expect(vod).toMatch(/#EXT-X-ENDLIST\s*$/);
     const mp4 = await probe(session.mp4Url);

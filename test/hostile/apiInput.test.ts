@@ -40,7 +40,7 @@ beforeAll(async () => {
   asA = apiClient(t.apiUrl, keyA);
   asB = apiClient(t.apiUrl, t.keyFor("bob"));
   // The route table itself: every endpoint the API serves, as the server mounts them.
-  routes = apiRoutes({ store: t.server.store, log: createLogger("silent"), publicUrl: () => t.server.publicUrl, live: t.server.sessions });
+  routes = apiRoutes({ store: t.server.store, log: createLogger("silent"), publicUrl: () => t.server.publicUrl, signRecording: () => "", live: t.server.sessions });
 
   const bs = await asB("POST", "/stream", { name: "bob's stream", record: true });
   Object.assign(b, { streamId: bs.body.id, streamKey: bs.body.streamKey, playbackId: bs.body.playbackId });

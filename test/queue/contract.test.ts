@@ -143,6 +143,44 @@ describe.each(adapters)("queue contract: %s", (kind, open) => {
     gaps.forEach((gap, i) => expect(gap).toBeGreaterThanOrEqual(delays[i]! - 5));
   });
 
+  it("a RetryLater that is not counted gives the attempt back: the next run has the same number", async () => {
+    const q = await queue();
+    const attempts: number[] = [];
+    const done = deferred("the run after the uncounted ones");
+    q.process(name, async (job) => {
+      attempts.push(job.attempt);
+      // Twice not counted (a shutdown, no room), then once counted, then done.
+      if (attempts.length <= 2) throw new RetryLater(30, "interrupted by shutdown", { counted: false });
+      if (attempts.length === 3) throw new RetryLater(30, "remux failed");
+      done.resolve();
+    }, { concurrency: 1 });
+    q.enqueue(name, { id: "uncounted", data: {} });
+    await done.promise;
+    expect(attempts).toEqual([1, 1, 1, 2]);
+  });
+
+  it("closing one queue's worker stops its jobs and leaves the other queues running", async () => {
+    const q = await queue();
+    const other = `${name}-other`;
+    const ran: string[] = [];
+    const first = deferred("the first job");
+    const worker = q.process(name, async (job) => {
+      ran.push(job.id);
+      first.resolve();
+    }, { concurrency: 1 });
+    const otherDone = deferred("the other queue's job");
+    q.process(other, async () => otherDone.resolve(), { concurrency: 1 });
+    q.enqueue(name, { id: "before", data: {} });
+    await first.promise;
+    await worker.close();
+    await worker.close();
+    q.enqueue(name, { id: "after", data: {} });
+    q.enqueue(other, { id: "elsewhere", data: {} });
+    await otherDone.promise;
+    await new Promise((r) => setTimeout(r, 200));
+    expect(ran).toEqual(["before"]);
+  });
+
   it("retries a job whose handler threw unexpectedly, with back-off, instead of dropping it", async () => {
     const q = await queue();
     const attempts: number[] = [];

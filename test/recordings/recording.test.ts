@@ -17,6 +17,8 @@ describe("recordings", () => {
     expect(session).toMatchObject({ record: true, recordingStatus: "ready" });
     expect(ready.payload).toMatchObject({ sessionId: session.id, recordingUrl: session.recordingUrl, mp4Url: session.mp4Url, session: { id: session.id, recordingStatus: "ready" } });
     expect(session.mp4URL).toBe(session.mp4Url);
+    // recording.ready carries the signed URLs, as the API does.
+    expect(ready.payload.mp4Url).toMatch(/\/output\.mp4\?sig=[\w-]{43}$/);
 
     for (const url of [session.recordingUrl, session.mp4Url]) {
       const probed = await probe(url);

@@ -4,7 +4,7 @@ import path from "node:path";
 import { openStore } from "../../src/db";
 import { createLogger } from "../../src/log";
 import { locateFfmpeg, ProcessRegistry } from "../../src/media";
-import { finalizeHandler, FINALIZE_ATTEMPTS } from "../../src/recordings";
+import { RecordingFinalizer, FINALIZE_ATTEMPTS } from "../../src/recordings";
 import { RetryLater } from "../../src/queue";
 import { ffmpegPidsMentioning, probe, pushTestStream, waitFor } from "../helpers/media";
 import { apiClient, startTestServer, tempDir } from "../helpers/server";
@@ -69,14 +69,14 @@ describe("recordings across crashes and failures", () => {
       fs.writeFileSync(path.join(variant, "index.m3u8"), "#EXTM3U\n#EXT-X-TARGETDURATION:1\n#EXTINF:1.0,\na_00000.ts\n");
 
       const raised: string[] = [];
-      const handle = finalizeHandler({
+      const { handle } = new RecordingFinalizer({
         store,
         events: { raise: (name) => void raised.push(name) },
         log: createLogger("silent"),
         registry: new ProcessRegistry(),
         ffmpegPath: locateFfmpeg(process.env.FFMPEG_PATH)!.path,
         recordingsDir: path.join(dir, "recordings"),
-        publicUrl: () => "http://localhost",
+        links: () => ({ publicUrl: "http://localhost", sign: () => "sig" }),
       });
       for (let attempt = 1; attempt < FINALIZE_ATTEMPTS; attempt++) {
         await expect(handle({ id: "j", queue: "q", data: { sessionId: session.id }, attempt })).rejects.toBeInstanceOf(RetryLater);

@@ -12,7 +12,7 @@ const TAG = "Sessions";
 export function sessionRoutes(deps: ApiDeps): Route[] {
   const { store } = deps;
   const present = (s: Parameters<typeof presentSession>[0]) =>
-    presentSession(s, deps.publicUrl(), s.endedAt === null ? deps.live.rates(s.id) : undefined);
+    presentSession(s, { publicUrl: deps.publicUrl(), sign: deps.signRecording }, s.endedAt === null ? deps.live.rates(s.id) : undefined);
 
   return [
     route({
