@@ -11,8 +11,8 @@ const BATCH = 1000;
 
 /**
  * Deletes webhook history from before `cutoff` (ms): delivery attempts (the webhook log),
- * settled deliveries, and events no delivery refers to any more. Pending deliveries and their
- * events stay, whatever their age: nothing still owed is forgotten.
+ * settled deliveries, and events no delivery refers to any more. Pending deliveries, their
+ * events and events not yet fanned out stay, whatever their age: nothing still owed is forgotten.
  */
 export function pruneWebhookHistory(db: Db, cutoff: number): PrunedHistory {
   const batches = (sql: string) => {
@@ -31,7 +31,7 @@ export function pruneWebhookHistory(db: Db, cutoff: number): PrunedHistory {
     ),
     events: batches(
       `DELETE FROM events WHERE seq IN (
-         SELECT e.seq FROM events e WHERE e.created_at < ? AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id) LIMIT ?)`,
+         SELECT e.seq FROM events e WHERE e.created_at < ? AND e.fanout_after IS NULL AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id) LIMIT ?)`,
     ),
   };
 }

@@ -4,7 +4,7 @@ import type { Logger } from "../log";
 import type { Metrics } from "../metrics";
 import { OutboundPolicy } from "../outbound";
 import { openQueue, redactUrl, type JobQueue, type QueueTuning } from "../queue";
-import { WEBHOOK_DELIVERY_QUEUE, WebhookDeliverer, type DeliveryJob } from "../webhooks";
+import { EVENT_FANOUT_QUEUE, fanOutHandler, WEBHOOK_DELIVERY_QUEUE, WebhookDeliverer, type DeliveryJob, type FanOutJob } from "../webhooks";
 import { createEventSink, type EventSink } from "./sink";
 
 /** How long a delivery in flight may take to finish at shutdown. */
@@ -52,7 +52,12 @@ export async function startEvents(
     options.random,
     options.metrics,
   );
-  if (w.concurrency > 0) queue.process<DeliveryJob>(WEBHOOK_DELIVERY_QUEUE, deliverer.handle, { concurrency: w.concurrency });
+  if (w.concurrency > 0) {
+    // Fan-outs of one owner run in order whatever runs them; one at a time per process keeps
+    // them from competing with deliveries for the database's write lock.
+    queue.process<FanOutJob>(EVENT_FANOUT_QUEUE, fanOutHandler(store, log), { concurrency: 1 });
+    queue.process<DeliveryJob>(WEBHOOK_DELIVERY_QUEUE, deliverer.handle, { concurrency: w.concurrency });
+  }
   log.info(
     {
       queue: queue.kind,

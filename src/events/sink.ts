@@ -1,7 +1,7 @@
 import type { Store, StreamRecord, TargetRef } from "../db";
 import type { Logger } from "../log";
 import { presentStream, type EventName, type EventPayloads, type EventStream } from "../shapes";
-import { addDelivery } from "../webhooks";
+import { enqueueFanOut } from "../webhooks";
 
 /** Where domain events go: the one way the rest of onair reports what happened to a stream. */
 export interface EventSink {
@@ -20,9 +20,10 @@ export function snapshotStream(stream: StreamRecord, targets: TargetRef[]): Even
 }
 
 /**
- * The event sink: fans an event out to each of the owner's webhooks registered for it (spec
- * 6.2-6.3), one delivery per webhook, written with their queue jobs in one SQLite transaction.
- * So `raise` is durable when it returns, costs a few inserts, and wakes the workers at once.
+ * The event sink: records an event (spec 6.2-6.3) as one row and one fan-out job in one SQLite
+ * transaction, when its owner has any webhook. So `raise` is durable when it returns and costs
+ * the same for one webhook or 20,000; the fan-out job (src/webhooks) makes the deliveries, off
+ * the path that raised it, and wakes the workers at once.
  */
 export function createEventSink(store: Store, log: Logger): EventSink {
   return {
@@ -36,8 +37,7 @@ export function createEventSink(store: Store, log: Logger): EventSink {
               log.warn({ event: name, streamId }, "event raised for an unknown stream: no owner to tell");
               return;
             }
-            const webhooks = store.webhooks.listForEvent(stream.userId, name, streamId);
-            if (webhooks.length === 0) return;
+            if (!store.webhooks.anyForUser(stream.userId)) return;
             const event = store.events.add({
               userId: stream.userId,
               streamId,
@@ -46,9 +46,7 @@ export function createEventSink(store: Store, log: Logger): EventSink {
               streamJson: JSON.stringify(snapshotStream(stream, store.streamTargets.listForStream(streamId))),
               payloadJson: JSON.stringify(payload),
             });
-            for (const w of webhooks) {
-              addDelivery(store, { webhookId: w.id, eventId: event.id, streamId, windowStart: at, createdAt: at });
-            }
+            enqueueFanOut(store.db, event);
           })
           .immediate();
       } catch (err) {

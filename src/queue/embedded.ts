@@ -1,7 +1,7 @@
 import { writeWhenStorageAllows, type Db } from "../db";
 import type { Logger } from "../log";
 import { nextTurnOnce, onRing } from "./doorbell";
-import { enqueueJob, JobTable, type JobRow } from "./jobTable";
+import { enqueueJob, JobTable, type ClaimedRow } from "./jobTable";
 import {
   DEFAULT_TUNING,
   errorBackoff,
@@ -29,6 +29,8 @@ class TableWorker<T> {
   /** Closed without waiting: whatever still finishes must leave its job as a crash would. */
   private forced = false;
   private lastPrune = 0;
+  /** The owner the last claim ended on: the next one starts after it (turns between owners). */
+  private lastOwner = "";
   private readonly stopListening: () => void;
 
   constructor(
@@ -52,9 +54,10 @@ class TableWorker<T> {
     if (this.closed) return;
     try {
       while (this.active < this.concurrency) {
-        const claimed = this.table.claim(this.queue, Date.now(), this.tuning.leaseMs, this.concurrency - this.active);
-        if (claimed.length === 0) break;
-        for (const row of claimed) this.start(row);
+        const { rows, lastOwner } = this.table.claim(this.queue, Date.now(), this.tuning.leaseMs, this.concurrency - this.active, this.lastOwner);
+        this.lastOwner = lastOwner;
+        if (rows.length === 0) break;
+        for (const row of rows) this.start(row);
       }
       this.pruneNowAndThen();
       this.arm();
@@ -85,7 +88,7 @@ class TableWorker<T> {
     this.table.pruneFinished(now - this.tuning.keepFinishedMs);
   }
 
-  private start(row: JobRow & { lease_token: string }): void {
+  private start(row: ClaimedRow): void {
     this.active++;
     const renewal = setInterval(() => {
       if (!this.renew(row)) clearInterval(renewal);
@@ -106,7 +109,7 @@ class TableWorker<T> {
    * Keeps a running job's lease. False once it is lost (no use renewing further); a renewal
    * that fails (disk full) is tried again at the next tick.
    */
-  private renew(row: JobRow & { lease_token: string }): boolean {
+  private renew(row: ClaimedRow): boolean {
     try {
       if (this.table.renew(row.id, row.lease_token, Date.now() + this.tuning.leaseMs)) return true;
       this.log.warn({ queue: this.queue, jobId: row.id }, "queue: a running job's lease was lost; it may run twice");
@@ -118,7 +121,7 @@ class TableWorker<T> {
   }
 
   /** Runs the handler and records how it went; never rejects. */
-  private async run(row: JobRow & { lease_token: string }): Promise<void> {
+  private async run(row: ClaimedRow): Promise<void> {
     const job = { id: row.id, queue: row.queue, data: JSON.parse(row.data) as T, attempt: row.attempts };
     let retry: { delayMs: number; reason: string; counted: boolean } | undefined;
     try {

@@ -19,7 +19,20 @@ export interface JobRow {
   created_at: number;
   finished_at: number | null;
   last_error: string | null;
+  owner: string;
 }
+
+/** Claimed: the row, and the token that proves the lease is this worker's. */
+export type ClaimedRow = JobRow & { lease_token: string };
+
+/**
+ * Owners looked at per claim before the fair walk gives up and takes the oldest due jobs: keeps
+ * a claim short when thousands of owners each have a job waiting that is not yet due.
+ */
+const MAX_OWNER_STEPS = 2000;
+
+/** An owner's earliest waiting job, as the fair walk sees it. */
+type OwnerHead = { seq: number; owner: string; run_at: number };
 
 const caches = new WeakMap<Db, ReturnType<typeof statementCache>>();
 function sqlFor(db: Db) {
@@ -33,12 +46,13 @@ function sqlFor(db: Db) {
  * then wakes this process's workers. Joins the caller's transaction when there is one.
  */
 export function enqueueJob<T>(db: Db, queue: string, job: NewJob<T>, now = Date.now()): void {
-  sqlFor(db)("INSERT OR IGNORE INTO queue_jobs (id, queue, data, run_at, created_at) VALUES (?, ?, ?, ?, ?)").run(
+  sqlFor(db)("INSERT OR IGNORE INTO queue_jobs (id, queue, data, run_at, created_at, owner) VALUES (?, ?, ?, ?, ?, ?)").run(
     job.id,
     queue,
     JSON.stringify(job.data),
     now + Math.max(0, job.delayMs ?? 0),
     now,
+    job.owner ?? "",
   );
   ring(db);
 }
@@ -51,19 +65,63 @@ export class JobTable {
   }
 
   /**
-   * Claims up to `limit` due jobs of `queue` for `leaseMs`: their run_at moves to the lease's
-   * end, so if this worker dies they come due again by themselves.
+   * Claims up to `limit` due jobs of `queue` for `leaseMs`, taking turns between owners: one job
+   * of each owner with a due job in owner order, starting after `after` (the owner the previous
+   * claim ended on) and wrapping around, each owner's oldest due job first. A claimed job's
+   * run_at moves to the lease's end, so if this worker dies it comes due again by itself.
+   * Returns the jobs in the order claimed and the owner to start after next time.
    */
-  claim(queue: string, now: number, leaseMs: number, limit: number): (JobRow & { lease_token: string })[] {
-    const token = crypto.randomUUID();
-    const rows = this
-      .sql(
-        `UPDATE queue_jobs SET run_at = ?, lease_token = ?, attempts = attempts + 1
-         WHERE seq IN (SELECT seq FROM queue_jobs WHERE state = 'waiting' AND run_at <= ? AND queue = ? ORDER BY run_at, seq LIMIT ?)
-         RETURNING *`,
-      )
-      .all(now + leaseMs, token, now, queue, limit) as (JobRow & { lease_token: string })[];
-    return rows.sort((a, b) => a.run_at - b.run_at || a.seq - b.seq);
+  claim(queue: string, now: number, leaseMs: number, limit: number, after = ""): { rows: ClaimedRow[]; lastOwner: string } {
+    return this.db.transaction(() => {
+      const rows: ClaimedRow[] = [];
+      let lastOwner = after;
+      // Nothing due (the common wake-up): one index seek, no walk.
+      if (limit <= 0 || !this.sql("SELECT 1 FROM queue_jobs WHERE queue = ? AND state = 'waiting' AND run_at <= ? LIMIT 1").get(queue, now)) {
+        return { rows, lastOwner };
+      }
+      const token = crypto.randomUUID();
+      const take = (seq: number) =>
+        this
+          .sql("UPDATE queue_jobs SET run_at = ?, lease_token = ?, attempts = attempts + 1 WHERE seq = ? RETURNING *")
+          .get(now + leaseMs, token, seq) as ClaimedRow;
+      // The walk: each step is one seek to the next owner's oldest waiting job.
+      const nextOwner = this.sql(
+        "SELECT seq, owner, run_at FROM queue_jobs WHERE queue = ? AND state = 'waiting' AND owner > ? ORDER BY owner, run_at, seq LIMIT 1",
+      );
+      const firstOwner = this.sql(
+        "SELECT seq, owner, run_at FROM queue_jobs WHERE queue = ? AND state = 'waiting' ORDER BY owner, run_at, seq LIMIT 1",
+      );
+      let cursor: string | undefined = after;
+      let wrapped = false;
+      let claimedThisPass = false;
+      for (let step = 0; rows.length < limit && step < MAX_OWNER_STEPS; step++) {
+        const head: OwnerHead | undefined =
+          cursor === undefined ? (firstOwner.get(queue) as OwnerHead | undefined) : (nextOwner.get(queue, cursor) as OwnerHead | undefined);
+        if (!head) {
+          // The end of the owners: a pass that claimed nothing means nothing more is due.
+          if (wrapped && !claimedThisPass) break;
+          wrapped = true;
+          claimedThisPass = false;
+          cursor = undefined;
+          continue;
+        }
+        cursor = head.owner;
+        // The owner's earliest job is not due: none of its jobs is.
+        if (head.run_at > now) continue;
+        rows.push(take(head.seq));
+        lastOwner = head.owner;
+        claimedThisPass = true;
+      }
+      if (rows.length < limit) {
+        // Walk cut short by many idle owners: the oldest due jobs, fairness aside, so that
+        // claiming always makes progress.
+        const rest = this
+          .sql("SELECT seq FROM queue_jobs WHERE queue = ? AND state = 'waiting' AND run_at <= ? ORDER BY run_at, seq LIMIT ?")
+          .all(queue, now, limit - rows.length) as { seq: number }[];
+        for (const r of rest) rows.push(take(r.seq));
+      }
+      return { rows, lastOwner };
+    })();
   }
 
   /** Extends a running job's lease to `until`; false when the lease was lost meanwhile. */

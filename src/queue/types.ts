@@ -10,6 +10,11 @@ export interface NewJob<T> {
   data: T;
   /** Not before this many ms from now. */
   delayMs?: number;
+  /**
+   * Whose job it is (a user id): workers take turns between owners, so one owner's burst does
+   * not hold back another's jobs. Jobs without an owner share one turn.
+   */
+  owner?: string;
 }
 
 export interface Job<T> {

@@ -25,17 +25,18 @@ export interface DeliverySettings {
 /**
  * Adds a delivery at the end of its lane (one webhook, one stream) and enqueues it if nothing is
  * ahead of it; otherwise the delivery before it enqueues it once settled. Call it inside a store
- * transaction: the delivery and its job commit together.
+ * transaction: the delivery and its job commit together. `owner`: the webhook's user, whose
+ * turn the job waits for.
  */
-export function addDelivery(store: Store, d: NewDelivery): { delivery: DeliveryRecord; isLaneHead: boolean } {
+export function addDelivery(store: Store, d: NewDelivery, owner: string): { delivery: DeliveryRecord; isLaneHead: boolean } {
   const added = store.webhookDeliveries.add(d);
-  if (added.isLaneHead) enqueueDelivery(store.db, added.delivery.id);
+  if (added.isLaneHead) enqueueDelivery(store.db, added.delivery.id, owner);
   return added;
 }
 
-function enqueueDelivery(db: Db, deliveryId: string): void {
+function enqueueDelivery(db: Db, deliveryId: string, owner: string): void {
   // The delivery id is the job id: enqueueing a delivery twice runs it once.
-  enqueueJob<DeliveryJob>(db, WEBHOOK_DELIVERY_QUEUE, { id: deliveryId, data: { deliveryId } });
+  enqueueJob<DeliveryJob>(db, WEBHOOK_DELIVERY_QUEUE, { id: deliveryId, data: { deliveryId }, owner });
 }
 
 export function storedEvent(e: EventRecord): RaisedEvent {
@@ -107,14 +108,14 @@ export class WebhookDeliverer {
     const delivery = store.webhookDeliveries.get(job.data.deliveryId);
     // Settled by an earlier run of this job (a repeat after a crash): nothing to send.
     if (!delivery || delivery.status !== "pending") return;
+    const event = store.events.get(delivery.eventId);
+    if (!event) throw new Error(`delivery ${delivery.id}: event ${delivery.eventId} is missing`);
     const webhook = store.webhooks.get(delivery.webhookId);
     if (!webhook) {
-      this.settle(delivery, "cancelled");
+      this.settle(delivery, "cancelled", event.userId);
       this.metrics?.webhookDelivery("cancelled");
       return;
     }
-    const event = store.events.get(delivery.eventId);
-    if (!event) throw new Error(`delivery ${delivery.id}: event ${delivery.eventId} is missing`);
 
     const timestamp = Date.now();
     const body = JSON.stringify(buildDeliveryBody(storedEvent(event), webhook.id, timestamp));
@@ -149,7 +150,7 @@ export class WebhookDeliverer {
             responseBody: result.responseBody ?? null,
             error: result.error ?? (verdict === "delivered" ? null : describeStatus(result)),
           });
-          if (settledAs) this.settleInTransaction(delivery, settledAs);
+          if (settledAs) this.settleInTransaction(delivery, settledAs, webhook.userId);
         })
         .immediate(),
       { giveUp: () => this.closed },
@@ -167,14 +168,14 @@ export class WebhookDeliverer {
     if (settledAs === undefined) throw new RetryLater(retryIn!, describeStatus(result));
   };
 
-  private settle(delivery: DeliveryRecord, status: "delivered" | "failed" | "cancelled"): void {
-    this.store.db.transaction(() => this.settleInTransaction(delivery, status)).immediate();
+  private settle(delivery: DeliveryRecord, status: "delivered" | "failed" | "cancelled", owner: string): void {
+    this.store.db.transaction(() => this.settleInTransaction(delivery, status, owner)).immediate();
   }
 
   /** Settles the delivery and lets the next one of its lane go. */
-  private settleInTransaction(delivery: DeliveryRecord, status: "delivered" | "failed" | "cancelled"): void {
+  private settleInTransaction(delivery: DeliveryRecord, status: "delivered" | "failed" | "cancelled", owner: string): void {
     const { next } = this.store.webhookDeliveries.settle(delivery.id, status, Date.now());
-    if (next) enqueueDelivery(this.store.db, next.id);
+    if (next) enqueueDelivery(this.store.db, next.id, owner);
   }
 }
 

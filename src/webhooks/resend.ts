@@ -11,7 +11,7 @@ export function resendLoggedEvent(store: Store, entry: WebhookLogRecord, now = D
     .transaction(() => {
       const event = store.events.get(entry.eventId);
       if (!event) throw new Error(`log entry ${entry.id}: event ${entry.eventId} is missing`);
-      return addDelivery(store, { webhookId: entry.webhookId, eventId: event.id, streamId: event.streamId, windowStart: now, createdAt: now });
+      return addDelivery(store, { webhookId: entry.webhookId, eventId: event.id, streamId: event.streamId, windowStart: now, createdAt: now }, event.userId);
     })
     .immediate();
 }

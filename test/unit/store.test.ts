@@ -157,14 +157,17 @@ describe("repositories", () => {
     expect(names("_")).toEqual(["100%_done"]);
   });
 
-  it("webhooks: listForEvent picks the owner's hooks registered for that event and stream", () => {
-    const s = newStream();
+  it("webhooks: a fan-out pages through the owner's webhooks in the order they were made", () => {
     const other = store.users.getOrCreate("bob").id;
-    const all = store.webhooks.create(userId, { name: "a", url: "http://x/a", events: ["stream.started", "stream.idle"], sharedSecret: null, streamId: null });
-    store.webhooks.create(userId, { name: "b", url: "http://x/b", events: ["stream.idle"], sharedSecret: null, streamId: null });
-    const scoped = store.webhooks.create(userId, { name: "c", url: "http://x/c", events: ["stream.started"], sharedSecret: "s", streamId: s.id });
+    expect(store.webhooks.anyForUser(userId)).toBe(false);
+    const made = ["a", "b", "c"].map((name) =>
+      store.webhooks.create(userId, { name, url: `http://x/${name}`, events: ["stream.started"], sharedSecret: null, streamId: null }),
+    );
     store.webhooks.create(other, { name: "d", url: "http://x/d", events: ["stream.started"], sharedSecret: null, streamId: null });
-    expect(store.webhooks.listForEvent(userId, "stream.started", s.id).map((w) => w.id)).toEqual([all.id, scoped.id]);
-    expect(store.webhooks.listForEvent(userId, "stream.started", "another-stream").map((w) => w.id)).toEqual([all.id]);
+    expect(store.webhooks.anyForUser(userId)).toBe(true);
+    const first = store.webhooks.pageForUser(userId, 0, 2);
+    expect(first.map((w) => w.id)).toEqual([made[0]!.id, made[1]!.id]);
+    expect(store.webhooks.pageForUser(userId, first[1]!.seq, 2).map((w) => w.id)).toEqual([made[2]!.id]);
+    expect(store.webhooks.pageForUser(userId, made[2]!.seq, 2)).toEqual([]);
   });
 });

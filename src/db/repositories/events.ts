@@ -14,6 +14,11 @@ export interface EventRecord {
   /** JSON text of the stream as it was when the event was raised (never its key). */
   streamJson: string;
   payloadJson: string;
+  /**
+   * Fan-out progress: the seq of the last of the owner's webhooks looked at (0: none yet), or
+   * null once each webhook registered for it has its delivery.
+   */
+  fanoutAfter: number | null;
 }
 
 interface Row {
@@ -25,6 +30,7 @@ interface Row {
   created_at: number;
   stream: string;
   payload: string;
+  fanout_after: number | null;
 }
 
 const toEvent = (r: Row): EventRecord => ({
@@ -36,9 +42,10 @@ const toEvent = (r: Row): EventRecord => ({
   createdAt: r.created_at,
   streamJson: r.stream,
   payloadJson: r.payload,
+  fanoutAfter: r.fanout_after,
 });
 
-export type NewEvent = Omit<EventRecord, "seq" | "id">;
+export type NewEvent = Omit<EventRecord, "seq" | "id" | "fanoutAfter">;
 
 export class EventsRepository {
   private readonly sql: ReturnType<typeof statementCache>;
@@ -47,11 +54,12 @@ export class EventsRepository {
     this.sql = statementCache(db);
   }
 
+  /** Records an event, its fan-out still to do. */
   add(e: NewEvent): EventRecord {
     const id = newId();
     const row = this
       .sql(
-        `INSERT INTO events (id, user_id, stream_id, name, created_at, stream, payload) VALUES (?, ?, ?, ?, ?, ?, ?)
+        `INSERT INTO events (id, user_id, stream_id, name, created_at, stream, payload, fanout_after) VALUES (?, ?, ?, ?, ?, ?, ?, 0)
          RETURNING *`,
       )
       .get(id, e.userId, e.streamId, e.name, e.createdAt, e.streamJson, e.payloadJson) as Row;
@@ -61,6 +69,22 @@ export class EventsRepository {
   get(id: string): EventRecord | undefined {
     const row = this.sql("SELECT * FROM events WHERE id = ?").get(id) as Row | undefined;
     return row && toEvent(row);
+  }
+
+  /** The owner's oldest event whose fan-out is not finished: fan-outs run in the order raised. */
+  oldestToFanOut(userId: string): EventRecord | undefined {
+    const row = this.sql("SELECT * FROM events WHERE user_id = ? AND fanout_after IS NOT NULL ORDER BY seq LIMIT 1").get(userId) as Row | undefined;
+    return row && toEvent(row);
+  }
+
+  /** Every event whose fan-out is not finished, oldest first (a bounded batch). */
+  fanOutsPending(limit: number): EventRecord[] {
+    return (this.sql("SELECT * FROM events WHERE fanout_after IS NOT NULL ORDER BY seq LIMIT ?").all(limit) as Row[]).map(toEvent);
+  }
+
+  /** Records fan-out progress: webhooks up to seq `after` have been looked at; null: all. */
+  setFanOutProgress(id: string, after: number | null): void {
+    this.sql("UPDATE events SET fanout_after = ? WHERE id = ?").run(after, id);
   }
 
   /**

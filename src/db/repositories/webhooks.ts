@@ -88,13 +88,13 @@ export class WebhooksRepository {
   }
 
   /** Spec 6.2-6.3: the owner's webhooks registered for the event, for any or that stream. */
-  listForEvent(userId: string, event: string, streamId: string): WebhookRecord[] {
-    const rows = this
-      .sql(
-        `SELECT w.* FROM webhooks w, json_each(w.events) e
-         WHERE w.user_id = ? AND e.value = ? AND (w.stream_id IS NULL OR w.stream_id = ?) ORDER BY w.seq`,
-      )
-      .all(userId, event, streamId) as Row[];
-    return rows.map(toWebhook);
+  /** Whether the user has any webhook at all: what decides if an event is worth recording. */
+  anyForUser(userId: string): boolean {
+    return this.sql("SELECT 1 FROM webhooks WHERE user_id = ? LIMIT 1").get(userId) !== undefined;
+  }
+
+  /** The user's webhooks after seq `afterSeq`, in seq order: a fan-out's next batch. */
+  pageForUser(userId: string, afterSeq: number, limit: number): WebhookRecord[] {
+    return (this.sql("SELECT * FROM webhooks WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?").all(userId, afterSeq, limit) as Row[]).map(toWebhook);
   }
 }

@@ -1,0 +1,89 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
+import type { Db, EventRecord, Store, WebhookRecord } from "../db";
+import type { Logger } from "../log";
+import { enqueueJob, type Job } from "../queue";
+import { addDelivery } from "./deliver";
+
+// An event is raised as one row and one fan-out job (src/events). The job turns it into one
+// delivery per webhook registered for it, a bounded batch of the owner's webhooks per
+// transaction with a turn of the event loop between batches: an event for 20,000 webhooks
+// never holds the loop (RTMP, HLS, the API) or the database's write lock for long.
+
+export const EVENT_FANOUT_QUEUE = "event-fanout";
+
+/** Webhooks looked at per transaction: about 2–5 ms of work each. */
+export const FANOUT_BATCH = 200;
+
+export interface FanOutJob {
+  eventId: string;
+  userId: string;
+}
+
+/** Enqueues the fan-out of a just-recorded event; joins the caller's transaction. */
+export function enqueueFanOut(db: Db, event: EventRecord): void {
+  enqueueJob<FanOutJob>(db, EVENT_FANOUT_QUEUE, {
+    id: fanOutJobId(event.id),
+    data: { eventId: event.id, userId: event.userId },
+    owner: event.userId,
+  });
+}
+
+export const fanOutJobId = (eventId: string) => `fanout-${eventId}`;
+
+/**
+ * Whether `webhook` is to receive `event`: registered for its name and its stream (or all
+ * streams), and made before it was raised (a webhook made later does not get past events).
+ */
+export function wantsEvent(webhook: WebhookRecord, event: Pick<EventRecord, "name" | "streamId" | "createdAt">): boolean {
+  return (
+    webhook.events.includes(event.name) && (webhook.streamId === null || webhook.streamId === event.streamId) && webhook.createdAt <= event.createdAt
+  );
+}
+
+/**
+ * One batch of the owner's oldest unfinished fan-out, in one transaction: a delivery for each
+ * webhook of the batch that wants the event, and the progress. Fan-outs of one owner run in the
+ * order their events were raised, whichever job or process runs them, so each lane receives
+ * its stream's events in order; a batch that two workers race for is done once (the progress
+ * is read and written in the same write transaction).
+ * Returns the event worked on and the deliveries added, or undefined when nothing is left to
+ * do up to the event `upToSeq`.
+ */
+export function fanOutBatch(store: Store, userId: string, upToSeq: number, batch = FANOUT_BATCH): { event: EventRecord; added: number } | undefined {
+  return store.db
+    .transaction(() => {
+      const event = store.events.oldestToFanOut(userId);
+      if (!event || event.seq > upToSeq || event.fanoutAfter === null) return undefined;
+      const webhooks = store.webhooks.pageForUser(userId, event.fanoutAfter, batch);
+      let added = 0;
+      for (const w of webhooks) {
+        if (!wantsEvent(w, event)) continue;
+        addDelivery(store, { webhookId: w.id, eventId: event.id, streamId: event.streamId, windowStart: event.createdAt, createdAt: Date.now() }, userId);
+        added++;
+      }
+      store.events.setFanOutProgress(event.id, webhooks.length < batch ? null : webhooks[webhooks.length - 1]!.seq);
+      return { event, added };
+    })
+    .immediate();
+}
+
+/** The fan-out job: works through the owner's unfinished fan-outs up to and including its own. */
+export function fanOutHandler(store: Store, log: Logger): (job: Job<FanOutJob>) => Promise<void> {
+  return async (job) => {
+    const own = store.events.get(job.data.eventId);
+    // Pruned, or finished by another job: nothing to do.
+    if (!own || own.fanoutAfter === null) return;
+    const started = Date.now();
+    let deliveries = 0;
+    let batches = 0;
+    for (;;) {
+      const done = fanOutBatch(store, job.data.userId, own.seq);
+      if (!done) break;
+      deliveries += done.added;
+      batches++;
+      // Between batches the loop serves everyone else.
+      await nextTurn();
+    }
+    if (batches > 1) log.info({ eventId: own.id, event: own.name, deliveries, batches, ms: Date.now() - started }, "event fanned out to its webhooks");
+  };
+}
