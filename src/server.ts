@@ -5,7 +5,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { createApp } from "./api";
 import { publicUrl, rtmpPublicUrl, type Config } from "./config";
-import { openStore, type Store } from "./db";
+import { logCheckpoints, openStore, type Store } from "./db";
 import { lockDataDir } from "./instanceLock";
 import { startEvents, type EventSink, type RunningEvents } from "./events";
 import type { Logger } from "./log";
@@ -53,7 +53,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const ffmpeg = locateFfmpeg(config.ffmpegPath);
   let store: Store;
   try {
-    store = openStore(config.dbPath);
+    store = openStore(config.dbPath, { checkpointInBackground: (p) => logCheckpoints(log, p) });
   } catch (err) {
     lock.release();
     throw err;

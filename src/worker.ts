@@ -3,7 +3,7 @@
 // events and writes the delivery log in the same SQLite database), so it runs on the same host
 // or volume; the API can then set WEBHOOK_CONCURRENCY=0 and leave delivery to the workers.
 
-import { openStore } from "./db";
+import { logCheckpoints, openStore } from "./db";
 import { startEvents } from "./events";
 import { configOrExit, runMain, runUntilSignal } from "./lifecycle";
 import { createLogger } from "./log";
@@ -16,7 +16,7 @@ runMain("onair worker", async () => {
   const log = createLogger(config.logLevel);
   const started = await runUntilSignal(log, {
     start: async () => {
-      const store = openStore(config.dbPath);
+      const store = openStore(config.dbPath, { checkpointInBackground: (p) => logCheckpoints(log, p) });
       const events = await startEvents(config, store, log).catch((err: unknown) => {
         store.close();
         throw err;

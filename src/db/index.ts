@@ -1,3 +1,4 @@
+import { startCheckpointer } from "./checkpointer";
 import { openDatabase, type Db } from "./connection";
 import { ApiKeysRepository } from "./repositories/apiKeys";
 import { EventsRepository } from "./repositories/events";
@@ -43,8 +44,20 @@ export interface Store {
   close(): void;
 }
 
-export function openStore(file: string): Store {
+export interface StoreOptions {
+  /**
+   * Long-running processes (the server, a worker): checkpoint the write-ahead log from a thread
+   * instead of inside commits on the event loop (src/db/checkpointer.ts). Hears when
+   * checkpoints start or stop failing.
+   */
+  checkpointInBackground?: (problem: { error?: string; recovered?: boolean }) => void;
+}
+
+export { logCheckpoints } from "./checkpointer";
+
+export function openStore(file: string, options: StoreOptions = {}): Store {
   const db = openDatabase(file);
+  const checkpointer = options.checkpointInBackground && file !== ":memory:" ? startCheckpointer(db, options.checkpointInBackground) : undefined;
   return {
     db,
     users: new UsersRepository(db),
@@ -57,6 +70,9 @@ export function openStore(file: string): Store {
     events: new EventsRepository(db),
     webhookDeliveries: new WebhookDeliveriesRepository(db),
     webhookLog: new WebhookLogRepository(db),
-    close: () => db.close(),
+    close: () => {
+      checkpointer?.stop();
+      db.close();
+    },
   };
 }

@@ -11,8 +11,15 @@ import { addDelivery } from "./deliver";
 
 export const EVENT_FANOUT_QUEUE = "event-fanout";
 
-/** Webhooks looked at per transaction: about 2–5 ms of work each. */
-export const FANOUT_BATCH = 200;
+/** Webhooks looked at per transaction, at most. */
+export const FANOUT_BATCH = 500;
+/**
+ * A transaction stops taking webhooks after this long, however many are left in its batch:
+ * bounds what one batch holds the event loop for on a slow or busy machine.
+ */
+export const FANOUT_BUDGET_MS = 4;
+/** Webhooks read per query within a batch. */
+const PAGE = 50;
 
 export interface FanOutJob {
   eventId: string;
@@ -49,19 +56,41 @@ export function wantsEvent(webhook: WebhookRecord, event: Pick<EventRecord, "nam
  * Returns the event worked on and the deliveries added, or undefined when nothing is left to
  * do up to the event `upToSeq`.
  */
-export function fanOutBatch(store: Store, userId: string, upToSeq: number, batch = FANOUT_BATCH): { event: EventRecord; added: number } | undefined {
+export function fanOutBatch(
+  store: Store,
+  userId: string,
+  upToSeq: number,
+  limits: { batch: number; budgetMs: number } = { batch: FANOUT_BATCH, budgetMs: FANOUT_BUDGET_MS },
+): { event: EventRecord; added: number } | undefined {
   return store.db
     .transaction(() => {
       const event = store.events.oldestToFanOut(userId);
       if (!event || event.seq > upToSeq || event.fanoutAfter === null) return undefined;
-      const webhooks = store.webhooks.pageForUser(userId, event.fanoutAfter, batch);
+      const started = performance.now();
+      let after = event.fanoutAfter;
+      let looked = 0;
       let added = 0;
-      for (const w of webhooks) {
-        if (!wantsEvent(w, event)) continue;
-        addDelivery(store, { webhookId: w.id, eventId: event.id, streamId: event.streamId, windowStart: event.createdAt, createdAt: Date.now() }, userId);
-        added++;
+      let finished = false;
+      // Pages small enough that a batch cut by the budget has read little it does not use.
+      // At least one page, however slow: every batch makes progress.
+      while (looked < limits.batch && !finished && (looked === 0 || performance.now() - started <= limits.budgetMs)) {
+        const page = store.webhooks.pageForUser(userId, after, Math.min(PAGE, limits.batch - looked));
+        if (page.length < Math.min(PAGE, limits.batch - looked)) finished = true;
+        for (const w of page) {
+          looked++;
+          after = w.seq;
+          if (wantsEvent(w, event)) {
+            addDelivery(store, { webhookId: w.id, eventId: event.id, streamId: event.streamId, windowStart: event.createdAt, createdAt: Date.now() }, userId);
+            added++;
+          }
+          if (performance.now() - started > limits.budgetMs) {
+            // Cut short: the rest of this page (if any) is the next batch's.
+            finished &&= w === page[page.length - 1];
+            break;
+          }
+        }
       }
-      store.events.setFanOutProgress(event.id, webhooks.length < batch ? null : webhooks[webhooks.length - 1]!.seq);
+      store.events.setFanOutProgress(event.id, finished ? null : after);
       return { event, added };
     })
     .immediate();

@@ -6,5 +6,5 @@ export type { AttemptFailure, RetrySchedule, Verdict } from "./retry";
 export { signatureHeader, verifySignature } from "./signature";
 export { RESPONSE_BODY_LIMIT } from "./send";
 export { startWebhookHistoryRetention } from "./retention";
-export { EVENT_FANOUT_QUEUE, enqueueFanOut, fanOutBatch, fanOutHandler, fanOutJobId, wantsEvent, FANOUT_BATCH } from "./fanout";
+export { EVENT_FANOUT_QUEUE, enqueueFanOut, fanOutBatch, fanOutHandler, fanOutJobId, wantsEvent, FANOUT_BATCH, FANOUT_BUDGET_MS } from "./fanout";
 export type { FanOutJob } from "./fanout";

@@ -1,0 +1,77 @@
+import { Worker } from "node:worker_threads";
+import type { Db } from "./connection";
+
+// SQLite in WAL mode copies the log back into the database (a checkpoint) from whichever
+// connection commits past 1000 pages, inside that commit: 4 MiB of writes and an fsync on the
+// event loop, tens to hundreds of ms, every few thousand rows (a webhook fan-out, a burst of
+// deliveries). A long-running process instead checkpoints from a thread of its own: PASSIVE
+// checkpoints wait for no one and block no writer, so commits on the loop stay short.
+
+/** How often the thread checkpoints. The log grows by at most what is written in between. */
+const CHECKPOINT_EVERY_MS = 1_000;
+
+// The thread's code: a connection of its own and a timer. CommonJS, run with `eval`.
+const THREAD_SOURCE = `
+const { parentPort, workerData } = require("node:worker_threads");
+const Database = require(workerData.driver);
+const db = new Database(workerData.file);
+db.pragma("busy_timeout = 5000");
+let failing = false;
+const timer = setInterval(() => {
+  try {
+    db.pragma("wal_checkpoint(PASSIVE)");
+    if (failing) parentPort.postMessage({ recovered: true });
+    failing = false;
+  } catch (err) {
+    if (!failing) parentPort.postMessage({ error: String(err && err.message || err) });
+    failing = true;
+  }
+}, workerData.everyMs);
+parentPort.on("message", () => {
+  clearInterval(timer);
+  try { db.pragma("wal_checkpoint(PASSIVE)"); } catch {}
+  db.close();
+  parentPort.close();
+});
+`;
+
+export interface Checkpointer {
+  /**
+   * Stops the thread: it checkpoints once more and closes its connection (the last connection
+   * to close checkpoints fully), while `db` gets its own checkpoints back if it stays open.
+   */
+  stop(): void;
+}
+
+/**
+ * Moves `db`'s checkpoints to a thread. `onProblem` hears when checkpoints start and stop
+ * failing (the log then grows until they succeed again; nothing is lost).
+ */
+export function startCheckpointer(db: Db, onProblem: (problem: { error?: string; recovered?: boolean }) => void): Checkpointer {
+  const worker = new Worker(THREAD_SOURCE, {
+    eval: true,
+    workerData: { file: db.name, driver: require.resolve("better-sqlite3"), everyMs: CHECKPOINT_EVERY_MS },
+  });
+  worker.on("message", onProblem);
+  worker.on("error", (err) => onProblem({ error: err.message }));
+  // A thread alone must not keep the process alive.
+  worker.unref();
+  db.pragma("wal_autocheckpoint = 0");
+  let stopped = false;
+  return {
+    stop: () => {
+      if (stopped) return;
+      stopped = true;
+      if (db.open) db.pragma("wal_autocheckpoint = 1000");
+      worker.postMessage("stop");
+      // A thread stuck on a busy database is not waited for.
+      setTimeout(() => void worker.terminate(), 3_000).unref();
+    },
+  };
+}
+
+/** What an operator needs to hear about background checkpoints. */
+export function logCheckpoints(log: { warn(o: object, m: string): void; info(o: object, m: string): void }, p: { error?: string; recovered?: boolean }): void {
+  if (p.error) log.warn({ error: p.error }, "database checkpoints are failing: the write-ahead log grows until they succeed (nothing is lost)");
+  else if (p.recovered) log.info({}, "database checkpoints succeed again");
+}

@@ -1,0 +1,96 @@
+import fs from "node:fs";
+import path from "node:path";
+import { openStore, type Store } from "../../src/db";
+import { createLogger } from "../../src/log";
+import { enqueueJob, type JobQueue } from "../../src/queue";
+import { EmbeddedQueue } from "../../src/queue/embedded";
+import { JobTable } from "../../src/queue/jobTable";
+import { tempDir } from "../helpers/server";
+
+// Claiming takes turns between owners (users): one user's burst of jobs does not hold back
+// another user's, and each owner's own jobs still run oldest first.
+
+let dir: string;
+let store: Store;
+let queue: JobQueue | undefined;
+
+beforeEach(() => {
+  dir = tempDir();
+  store = openStore(path.join(dir, "onair.db"));
+});
+afterEach(async () => {
+  await queue?.close();
+  queue = undefined;
+  store.close();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+const add = (id: string, owner: string, delayMs = 0) => enqueueJob(store.db, "q", { id, data: { id }, owner, delayMs }, 1_000);
+
+describe("JobTable.claim", () => {
+  it("takes one due job per owner in turn, each owner's oldest first, wrapping around", () => {
+    for (let i = 0; i < 50; i++) add(`a${i}`, "alice");
+    add("b0", "bob");
+    add("b1", "bob");
+    add("c0", "carol");
+    const table = new JobTable(store.db);
+    const first = table.claim("q", 2_000, 60_000, 5);
+    expect(first.rows.map((r) => r.id)).toEqual(["a0", "b0", "c0", "a1", "b1"]);
+    expect(first.lastOwner).toBe("bob");
+    // The next claim starts after bob: carol has nothing left, so alice's next.
+    const second = table.claim("q", 2_000, 60_000, 2, first.lastOwner);
+    expect(second.rows.map((r) => r.id)).toEqual(["a2", "a3"]);
+  });
+
+  it("passes over owners whose jobs are not due, and leased jobs", () => {
+    add("a-later", "alice", 10_000);
+    add("b0", "bob");
+    add("b1", "bob");
+    const table = new JobTable(store.db);
+    // b0 is leased by the first claim; the second finds bob's next due job, not b0 again.
+    expect(table.claim("q", 2_000, 60_000, 1).rows.map((r) => r.id)).toEqual(["b0"]);
+    expect(table.claim("q", 2_000, 60_000, 5, "bob").rows.map((r) => r.id)).toEqual(["b1"]);
+    expect(table.claim("q", 2_000, 60_000, 5).rows).toEqual([]);
+    expect(table.claim("q", 20_000, 60_000, 5).rows.map((r) => r.id)).toEqual(["a-later"]);
+  });
+
+  it("still claims when thousands of idle owners stand before the one with a due job", () => {
+    store.db.transaction(() => {
+      for (let i = 0; i < 2_500; i++) add(`idle${i}`, `idle-${String(i).padStart(5, "0")}`, 60_000);
+      add("due", "zed");
+    })();
+    const table = new JobTable(store.db);
+    expect(table.claim("q", 2_000, 60_000, 3).rows.map((r) => r.id)).toEqual(["due"]);
+  });
+
+  it("keeps jobs of other queues out", () => {
+    add("a0", "alice");
+    enqueueJob(store.db, "other", { id: "o0", data: {}, owner: "alice" }, 1_000);
+    const table = new JobTable(store.db);
+    expect(table.claim("q", 2_000, 60_000, 5).rows.map((r) => r.id)).toEqual(["a0"]);
+  });
+});
+
+it("the embedded queue runs a second user's job among the first few of another's burst", async () => {
+  store.db.transaction(() => {
+    for (let i = 0; i < 200; i++) enqueueJob(store.db, "q", { id: `a${i}`, data: { id: `a${i}` }, owner: "alice" });
+    enqueueJob(store.db, "q", { id: "b0", data: { id: "b0" }, owner: "bob" });
+  })();
+  const ran: string[] = [];
+  let allRan!: () => void;
+  const done = new Promise<void>((resolve) => (allRan = resolve));
+  queue = new EmbeddedQueue(store.db, createLogger("silent"));
+  queue.process<{ id: string }>(
+    "q",
+    async (job) => {
+      ran.push(job.data.id);
+      if (ran.length === 201) allRan();
+    },
+    { concurrency: 2 },
+  );
+  await done;
+  expect(ran.indexOf("b0")).toBeLessThan(3);
+  // Alice's own jobs ran in the order she enqueued them (give or take the two slots).
+  const alice = ran.filter((id) => id.startsWith("a")).map((id) => Number(id.slice(1)));
+  alice.forEach((n, i) => expect(Math.abs(n - i)).toBeLessThanOrEqual(1));
+});

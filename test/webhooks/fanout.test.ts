@@ -1,0 +1,128 @@
+import fs from "node:fs";
+import path from "node:path";
+import { openStore } from "../../src/db";
+import { createEventSink } from "../../src/events";
+import { createLogger } from "../../src/log";
+import { fanOutBatch } from "../../src/webhooks";
+import { tempDir } from "../helpers/server";
+import { ADAPTERS, deleteFixtureKeys, startDelivery, until, type Delivery } from "./fixture";
+import { startReceiver, type Receiver } from "../helpers/receiver";
+
+// One event, many webhooks: raise() records one event row and one fan-out job; the job makes
+// one delivery per webhook registered for it, in batches, in the order events were raised.
+
+afterAll(deleteFixtureKeys);
+
+const count = (d: Delivery, sql: string) => (d.store.db.prepare(sql).get() as { n: number }).n;
+
+describe.each(ADAPTERS)("event fan-out (%s queue)", (adapter) => {
+  let d: Delivery;
+  let rx: Receiver;
+
+  beforeEach(async () => {
+    d = await startDelivery(adapter);
+  });
+  afterEach(async () => {
+    await d.stop();
+    await rx?.close();
+  });
+
+  it("records one event and one job when raised, then a delivery for each webhook that wants it, and every receiver gets it once", async () => {
+    rx = await startReceiver(() => 200);
+    const stream = d.stream();
+    const other = d.stream("other");
+    const bob = d.store.users.getOrCreate("bob").id;
+    d.store.db.transaction(() => {
+      for (let i = 0; i < 450; i++) d.webhook(`${rx.url}/all/${i}`);
+      d.webhook(`${rx.url}/idle-only`, { events: ["stream.idle"] });
+      d.webhook(`${rx.url}/other-stream`, { streamId: other.id });
+      d.webhook(`${rx.url}/scoped`, { streamId: stream.id });
+      d.webhook(`${rx.url}/bob`, {}, bob);
+    })();
+
+    d.events.raise("stream.started", stream.id, { sessionId: "s1" });
+    // Synchronously: the event and its one fan-out job; no deliveries yet.
+    expect(count(d, "SELECT COUNT(*) AS n FROM events")).toBe(1);
+    expect(count(d, "SELECT COUNT(*) AS n FROM webhook_deliveries")).toBe(0);
+    // A webhook made after the event does not receive it.
+    d.webhook(`${rx.url}/later`);
+
+    await rx.waitFor((r) => r.length >= 451, "451 deliveries", 30_000);
+    await until(() => count(d, "SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status = 'pending'") === 0, "all settled", 10_000);
+    const base = new URL(rx.url).pathname;
+    const paths = rx.received.map((r) => r.path.slice(base.length));
+    expect(paths.length).toBe(451);
+    expect(new Set(paths).size).toBe(451);
+    expect(paths).toContain("/scoped");
+    for (const not of ["/idle-only", "/other-stream", "/bob", "/later"]) expect(paths).not.toContain(not);
+    expect(count(d, "SELECT COUNT(*) AS n FROM events WHERE fanout_after IS NOT NULL")).toBe(0);
+  });
+
+  it("hands each webhook a stream's events in the order raised, across batches", async () => {
+    rx = await startReceiver(() => 200);
+    const stream = d.stream();
+    d.store.db.transaction(() => {
+      for (let i = 0; i < 250; i++) d.webhook(`${rx.url}/h/${i}`);
+    })();
+    for (let i = 1; i <= 3; i++) d.events.raise(i % 2 ? "stream.started" : "stream.idle", stream.id, { sessionId: `s${i}` });
+    await rx.waitFor((r) => r.length === 750, "750 deliveries", 30_000);
+    const byHook = new Map<string, string[]>();
+    for (const r of rx.received) byHook.set(r.path, [...(byHook.get(r.path) ?? []), r.body.payload.sessionId]);
+    expect(byHook.size).toBe(250);
+    for (const seen of byHook.values()) expect(seen).toEqual(["s1", "s2", "s3"]);
+  });
+});
+
+it("a fan-out cut short (a crash between batches) is finished once, with no webhook served twice", () => {
+  // The store and sink alone: no workers, so the batches are this test's to run.
+  const dir = tempDir();
+  const store = openStore(path.join(dir, "onair.db"));
+  try {
+    const userId = store.users.getOrCreate("alice").id;
+    const stream = store.streams.create({ userId, name: "cam", profiles: [], record: false, playbackPolicy: null });
+    store.db.transaction(() => {
+      for (let i = 0; i < 500; i++) store.webhooks.create(userId, { name: "h", url: `http://127.0.0.1:9/h/${i}`, events: ["stream.started"], sharedSecret: null, streamId: null });
+    })();
+    createEventSink(store, createLogger("silent")).raise("stream.started", stream.id, { sessionId: "s1" });
+    const event = store.db.prepare("SELECT seq FROM events").get() as { seq: number };
+    const deliveries = (distinct = "") => (store.db.prepare(`SELECT COUNT(${distinct} webhook_id) AS n FROM webhook_deliveries`).get() as { n: number }).n;
+    // Two batches by a worker that then died, then the rest by another (time-cut batches too).
+    const exact = { batch: 200, budgetMs: Infinity };
+    expect(fanOutBatch(store, userId, event.seq, exact)?.added).toBe(200);
+    expect(fanOutBatch(store, userId, event.seq, exact)?.added).toBe(200);
+    expect(deliveries()).toBe(400);
+    while (fanOutBatch(store, userId, event.seq, { batch: 50, budgetMs: 0 })) {}
+    expect(deliveries()).toBe(500);
+    expect(deliveries("DISTINCT")).toBe(500);
+    // Each delivery is the head of its own lane: 500 delivery jobs, plus the fan-out's own.
+    expect((store.db.prepare("SELECT COUNT(*) AS n FROM queue_jobs WHERE queue = 'webhook-delivery'").get() as { n: number }).n).toBe(500);
+  } finally {
+    store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+it("one user's burst does not hold back another user's delivery", async () => {
+  const d = await startDelivery("embedded", { WEBHOOK_CONCURRENCY: "2" });
+  const rx = await startReceiver(() => ({ status: 200, afterMs: 10 }));
+  try {
+    const bob = d.store.users.getOrCreate("bob").id;
+    const aliceStream = d.stream();
+    const bobStream = d.store.streams.create({ userId: bob, name: "b", profiles: [], record: false, playbackPolicy: null });
+    d.store.db.transaction(() => {
+      for (let i = 0; i < 300; i++) d.webhook(`${rx.url}/alice/${i}`);
+      d.webhook(`${rx.url}/bob`, {}, bob);
+    })();
+    d.events.raise("stream.started", aliceStream.id, { sessionId: "a" });
+    // Alice's fan-out is under way (300 deliveries queued before bob's event is raised).
+    await rx.waitFor((r) => r.length >= 5, "alice's first deliveries", 10_000);
+    d.events.raise("stream.started", bobStream.id, { sessionId: "b" });
+    await rx.waitFor((r) => r.some((x) => x.path.endsWith("/bob")), "bob's delivery", 10_000);
+    const position = rx.received.findIndex((x) => x.path.endsWith("/bob"));
+    // Served within a couple of turns, not after alice's remaining ~295.
+    expect(position).toBeLessThan(20);
+  } finally {
+    await d.stop();
+    await rx.close();
+  }
+});
