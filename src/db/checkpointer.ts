@@ -63,9 +63,9 @@ export function startCheckpointer(db: Db, onProblem: (problem: { error?: string;
       if (stopped) return;
       stopped = true;
       if (db.open) db.pragma("wal_autocheckpoint = 1000");
+      // Not waited for: the thread is unref'd, so a process that exits does not wait on it, and
+      // a log it leaves is replayed by the next connection (nothing is lost).
       worker.postMessage("stop");
-      // A thread stuck on a busy database is not waited for.
-      setTimeout(() => void worker.terminate(), 3_000).unref();
     },
   };
 }

@@ -1,0 +1,49 @@
+import fs from "node:fs";
+import path from "node:path";
+import { openStore } from "../../src/db";
+import { tempDir } from "../helpers/server";
+
+// Long-running processes checkpoint SQLite's write-ahead log from a thread, not inside commits
+// on the event loop.
+
+async function until(done: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+it("commits leave the log to the thread, which copies it into the database", async () => {
+  const dir = tempDir();
+  const file = path.join(dir, "onair.db");
+  const problems: unknown[] = [];
+  const store = openStore(file, { checkpointInBackground: (p) => problems.push(p) });
+  try {
+    expect(store.db.pragma("wal_autocheckpoint", { simple: true })).toBe(0);
+    const before = fs.statSync(file).size;
+    store.db.exec("CREATE TABLE filler (b BLOB)");
+    const insert = store.db.prepare("INSERT INTO filler (b) VALUES (?)");
+    // 8 MiB, 2000 pages: past SQLite's 1000-page auto-checkpoint, which no commit runs now.
+    for (let t = 0; t < 8; t++) store.db.transaction(() => { for (let i = 0; i < 16; i++) insert.run(Buffer.alloc(64 * 1024, t)); })();
+    expect(fs.statSync(`${file}-wal`).size).toBeGreaterThan(8 * 1024 * 1024);
+    await until(() => fs.statSync(file).size > before + 8 * 1024 * 1024, "the thread to copy the log into the database");
+    expect(problems).toEqual([]);
+  } finally {
+    store.close();
+  }
+  // The store gets its own checkpoints back when it closes; the thread's close ends the log.
+  await until(() => !fs.existsSync(`${file}-wal`) || fs.statSync(`${file}-wal`).size === 0, "the log to be gone after close");
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+it("stores opened without it keep SQLite's own checkpoints", () => {
+  const dir = tempDir();
+  const store = openStore(path.join(dir, "onair.db"));
+  try {
+    expect(store.db.pragma("wal_autocheckpoint", { simple: true })).toBe(1000);
+  } finally {
+    store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
