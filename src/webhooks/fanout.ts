@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Db, EventRecord, Store, WebhookRecord } from "../db";
 import type { Logger } from "../log";
-import { enqueueJob, type Job } from "../queue";
+import { enqueueJob, RetryLater, type Job } from "../queue";
 import { addDelivery } from "./deliver";
 
 // An event is raised as one row and one fan-out job (src/events). The job turns it into one
@@ -96,8 +96,12 @@ export function fanOutBatch(
     .immediate();
 }
 
-/** The fan-out job: works through the owner's unfinished fan-outs up to and including its own. */
-export function fanOutHandler(store: Store, log: Logger): (job: Job<FanOutJob>) => Promise<void> {
+/**
+ * The fan-out job: works through the owner's unfinished fan-outs up to and including its own.
+ * When `stopping()` turns true (a shutdown) it stops between batches and hands the rest back to
+ * the queue without using up an attempt: the progress is in the database.
+ */
+export function fanOutHandler(store: Store, log: Logger, stopping: () => boolean = () => false): (job: Job<FanOutJob>) => Promise<void> {
   return async (job) => {
     const own = store.events.get(job.data.eventId);
     // Pruned, or finished by another job: nothing to do.
@@ -110,6 +114,7 @@ export function fanOutHandler(store: Store, log: Logger): (job: Job<FanOutJob>) 
       if (!done) break;
       deliveries += done.added;
       batches++;
+      if (stopping()) throw new RetryLater(0, "shutting down: the fan-out goes on after the restart", { counted: false });
       // Between batches the loop serves everyone else.
       await nextTurn();
     }

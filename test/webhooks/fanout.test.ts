@@ -1,10 +1,11 @@
 import fs from "node:fs";
 import path from "node:path";
 import { openStore } from "../../src/db";
-import { createEventSink } from "../../src/events";
+import { loadConfig } from "../../src/config";
+import { createEventSink, startEvents } from "../../src/events";
 import { createLogger } from "../../src/log";
 import { fanOutBatch } from "../../src/webhooks";
-import { tempDir } from "../helpers/server";
+import { LOOPBACK_DESTINATIONS, tempDir } from "../helpers/server";
 import { ADAPTERS, deleteFixtureKeys, startDelivery, until, type Delivery } from "./fixture";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 
@@ -124,5 +125,41 @@ it("one user's burst does not hold back another user's delivery", async () => {
   } finally {
     await d.stop();
     await rx.close();
+  }
+});
+
+it("a shutdown stops a fan-out between batches, keeps its progress, and the next start finishes it", async () => {
+  const dir = tempDir();
+  const config = loadConfig({ DATA_DIR: dir, LOG_LEVEL: "silent", ...LOOPBACK_DESTINATIONS });
+  const rx = await startReceiver(() => 200);
+  let store = openStore(config.dbPath);
+  try {
+    const userId = store.users.getOrCreate("alice").id;
+    const stream = store.streams.create({ userId, name: "cam", profiles: [], record: false, playbackPolicy: null });
+    store.db.transaction(() => {
+      for (let i = 0; i < 4_000; i++) store.webhooks.create(userId, { name: "h", url: `${rx.url}/${i}`, events: ["stream.started"], sharedSecret: null, streamId: null });
+    })();
+    let running = await startEvents(config, store, createLogger("silent"));
+    running.events.raise("stream.started", stream.id, { sessionId: "s1" });
+    const made = () => (store.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries").get() as { n: number }).n;
+    await until(() => made() > 0, "the first batch");
+    await running.stop();
+    const progress = store.db.prepare("SELECT fanout_after FROM events").get() as { fanout_after: number | null };
+    const madeAtStop = made();
+    expect(madeAtStop).toBeLessThan(4_000);
+    expect(progress.fanout_after).not.toBeNull();
+    // The interrupted run did not use up an attempt.
+    expect((store.db.prepare("SELECT attempts FROM queue_jobs WHERE queue = 'event-fanout'").get() as { attempts: number }).attempts).toBe(0);
+    store.close();
+
+    store = openStore(config.dbPath);
+    running = await startEvents(config, store, createLogger("silent"));
+    await rx.waitFor((r) => r.length === 4_000, "every webhook's delivery", 60_000);
+    expect(new Set(rx.received.map((r) => r.path)).size).toBe(4_000);
+    await running.stop();
+  } finally {
+    store.close();
+    await rx.close();
+    fs.rmSync(dir, { recursive: true, force: true });
   }
 });
