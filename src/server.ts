@@ -18,7 +18,7 @@ import { cachedReadiness, livenessRouter, probeDatabaseWritable, probeFfmpeg, re
 import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "./metrics";
 import { FINALIZE_QUEUE, Recorder, RecordingFinalizer, RecordingUrlSigner, startRetention, type FinalizeJob } from "./recordings";
 import { SessionManager } from "./sessions";
-import { startWebhookHistoryRetention, WEBHOOK_DELIVERY_QUEUE } from "./webhooks";
+import { EVENT_FANOUT_QUEUE, startWebhookHistoryRetention, WEBHOOK_DELIVERY_QUEUE } from "./webhooks";
 
 /** Where the first start keeps the first API key, readable by the operator only (0600). */
 export const FIRST_KEY_FILE = "first-api-key";
@@ -84,7 +84,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   let resolvedPublicUrl = config.publicUrlSetting ?? "";
 
   // --- metrics: read at scrape time from the parts below, which exist by the first request ---
-  const queueNames = [WEBHOOK_DELIVERY_QUEUE, FINALIZE_QUEUE];
+  const queueNames = [EVENT_FANOUT_QUEUE, WEBHOOK_DELIVERY_QUEUE, FINALIZE_QUEUE];
   const queueDepth: QueueDepthReader | undefined = config.redisUrl
     ? bullmqQueueDepth(store.db, config.redisUrl, config.redisPrefix, queueNames)
     : undefined;
