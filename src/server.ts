@@ -16,7 +16,7 @@ import { MultistreamManager } from "./multistream";
 import { OutboundPolicy } from "./outbound";
 import { cachedReadiness, livenessRouter, probeDatabaseWritable, probeFfmpeg, readinessRouter, StorageWatch, STORAGE_RESERVE_BYTES } from "./health";
 import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "./metrics";
-import { FINALIZE_QUEUE, Recorder, RecordingFinalizer, RecordingUrlSigner, startRetention, type FinalizeJob } from "./recordings";
+import { expectedFinalizeJobs, finalizeJob, FINALIZE_QUEUE, Recorder, RecordingFinalizer, RecordingUrlSigner, startRetention, type FinalizeJob } from "./recordings";
 import { SessionManager } from "./sessions";
 import { EVENT_FANOUT_QUEUE, startWebhookHistoryRetention, WEBHOOK_DELIVERY_QUEUE } from "./webhooks";
 
@@ -126,8 +126,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     store,
     events,
     recordingsDir,
-    enqueueFinalize: (sessionId) => running.queue.enqueue<FinalizeJob>(FINALIZE_QUEUE, { id: `finalize-${sessionId}`, data: { sessionId } }),
+    enqueueFinalize: (sessionId) => running.queue.enqueue<FinalizeJob>(FINALIZE_QUEUE, finalizeJob(sessionId)),
   });
+  // With Redis, a finalize job it lost is added again while the recording still waits.
+  running.queue.expect(FINALIZE_QUEUE, () => expectedFinalizeJobs(store, 1_000));
   const stopRecordingRetention = startRetention(store, recordingsDir, config.recordingsRetentionDays, log);
   const stopHistoryRetention = startWebhookHistoryRetention(store, config.webhookLogRetentionDays, log);
   const stopRetention = () => {

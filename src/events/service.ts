@@ -4,8 +4,11 @@ import type { Logger } from "../log";
 import type { Metrics } from "../metrics";
 import { OutboundPolicy } from "../outbound";
 import { openQueue, redactUrl, type JobQueue, type QueueTuning } from "../queue";
-import { EVENT_FANOUT_QUEUE, fanOutHandler, WEBHOOK_DELIVERY_QUEUE, WebhookDeliverer, type DeliveryJob, type FanOutJob } from "../webhooks";
+import { EVENT_FANOUT_QUEUE, expectedDeliveryJobs, expectedFanOutJobs, fanOutHandler, WEBHOOK_DELIVERY_QUEUE, WebhookDeliverer, type DeliveryJob, type FanOutJob } from "../webhooks";
 import { createEventSink, type EventSink } from "./sink";
+
+/** Owed jobs looked for per reconciler pass and queue (the oldest first). */
+const EXPECTED_JOBS_LIMIT = 20_000;
 
 /** How long a delivery in flight may take to finish at shutdown. */
 const SHUTDOWN_DELIVERY_GRACE_MS = 3000;
@@ -54,6 +57,9 @@ export async function startEvents(
     options.random,
     options.metrics,
   );
+  // With Redis, jobs it lost are added again from what the database says is owed.
+  queue.expect(EVENT_FANOUT_QUEUE, () => expectedFanOutJobs(store, EXPECTED_JOBS_LIMIT));
+  queue.expect(WEBHOOK_DELIVERY_QUEUE, () => expectedDeliveryJobs(store, EXPECTED_JOBS_LIMIT));
   if (w.concurrency > 0) {
     // Fan-outs of one owner run in order whatever runs them; one at a time per process keeps
     // them from competing with deliveries for the database's write lock.

@@ -28,6 +28,12 @@ const UNLIMITED_ATTEMPTS = 1_000_000_000;
 const BACKOFF_TYPE = "onair";
 /** Rows relayed to Redis per round trip. */
 const RELAY_BATCH = 500;
+/** A command to Redis that has no answer after this fails: the relay and reconciler move on. */
+const COMMAND_TIMEOUT_MS = 2_000;
+/** close() returns within this, Redis or not: then connections are cut, jobs in flight run again after their lease. */
+const CLOSE_BOUND_MS = 3_000;
+/** Expected jobs checked per reconciler pass and source, oldest first. */
+const RECONCILE_LIMIT = 20_000;
 
 /**
  * BullMQ on Redis, for several worker processes. Jobs are first written to the SQLite job table
@@ -50,10 +56,20 @@ export class BullQueue implements JobQueue {
   /** Relays failed in a row: while Redis is away, retry less and less often (at most 30 s). */
   private relayFailures = 0;
   private closed = false;
+  private readonly expected = new Map<string, () => NewJob<unknown>[]>();
+  private reconcileTimer: NodeJS.Timeout | undefined;
+  private reconciling: Promise<number> | undefined;
 
   private constructor(
     private readonly db: Db,
+    /** The workers' connection (BullMQ duplicates it for their blocking reads). */
     private readonly connection: Redis,
+    /**
+     * The relay's and reconciler's: no offline queue and a command timeout, so that while Redis
+     * is away an attempt fails at once and the rows wait in the outbox, instead of piling up
+     * in ioredis's memory and never failing.
+     */
+    private readonly commands: Redis,
     private readonly settings: BullQueueSettings,
     private readonly log: Logger,
     tuning: Partial<QueueTuning>,
@@ -74,19 +90,35 @@ export class BullQueue implements JobQueue {
   ): Promise<BullQueue> {
     // BullMQ's workers block on this connection's duplicates: it requires unlimited retries.
     const connection = new Redis(settings.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+    const commands = new Redis(settings.redisUrl, {
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: false,
+      commandTimeout: COMMAND_TIMEOUT_MS,
+      lazyConnect: true,
+    });
     let lastError: unknown;
+    let down = false;
     connection.on("error", (err: unknown) => {
       lastError = err;
-      log.warn({ err }, "queue: redis connection error");
+      // Once per outage, not once per reconnect attempt.
+      if (!down) log.warn({ err }, "queue: lost Redis; jobs wait in the database's outbox until it is back");
+      down = true;
     });
+    connection.on("ready", () => {
+      if (down) log.info("queue: Redis is back");
+      down = false;
+    });
+    commands.on("error", () => undefined); // reported above, once per outage
     try {
-      await withTimeout(connection.connect(), connectTimeoutMs);
+      await withTimeout(Promise.all([connection.connect(), commands.connect()]), connectTimeoutMs);
     } catch (err) {
       connection.disconnect();
+      commands.disconnect();
       // The first connection error says more than ioredis's "Connection is closed".
       throw new Error(`cannot reach Redis at ${redactUrl(settings.redisUrl)}: ${describe(lastError ?? err)}`);
     }
-    return new BullQueue(db, connection, settings, log, tuning);
+    await warnUnlessNoEviction(commands, log);
+    return new BullQueue(db, connection, commands, settings, log, tuning);
   }
 
   enqueue<T>(queue: string, job: NewJob<T>): void {
@@ -132,12 +164,67 @@ export class BullQueue implements JobQueue {
       }
     });
     this.workers.push(worker);
-    return { close: (o = {}) => worker.close(o.force ?? false) };
+    let closing: Promise<void> | undefined;
+    return { close: (o = {}) => (closing ??= this.closeWorker(worker, queue, o.force ?? false)) };
+  }
+
+  /** A worker's close, bounded: with Redis gone, BullMQ's own close would wait for it forever. */
+  private async closeWorker(worker: Worker, queue: string, force: boolean): Promise<void> {
+    if ((await within(worker.close(force), this.redisIsUp() ? CLOSE_BOUND_MS : 0)) === "late") {
+      this.log.warn({ queue, boundMs: CLOSE_BOUND_MS }, "queue: Redis did not answer while stopping a worker; its jobs in flight run again after their lease");
+      void worker.disconnect().catch(() => undefined);
+    }
+  }
+
+  expect<T>(queue: string, source: () => NewJob<T>[]): void {
+    this.expected.set(queue, source as () => NewJob<unknown>[]);
+    if (!this.reconcileTimer && !this.closed) {
+      this.reconcileTimer = setInterval(() => {
+        this.reconciling ??= this.reconcile().finally(() => (this.reconciling = undefined));
+      }, this.tuning.leaseMs);
+      this.reconcileTimer.unref();
+    }
+  }
+
+  /**
+   * Re-adds every expected job that Redis lost. The outbox is looked at before Redis: the relay
+   * adds a job to Redis before deleting its row, so a job missing from both is really gone.
+   * Re-added through the outbox, by the same id: a job that reappears meanwhile runs once.
+   */
+  async reconcile(): Promise<number> {
+    let readded = 0;
+    for (const [queue, source] of this.expected) {
+      try {
+        const jobs = source().slice(0, RECONCILE_LIMIT);
+        if (jobs.length === 0) continue;
+        const inOutbox = this.table.holding(jobs.map((j) => j.id));
+        const candidates = jobs.filter((j) => !inOutbox.has(j.id));
+        const q = this.queueFor(queue);
+        for (let i = 0; i < candidates.length; i += 1000) {
+          const chunk = candidates.slice(i, i + 1000);
+          const pipeline = this.commands.pipeline();
+          for (const j of chunk) pipeline.exists(q.toKey(j.id));
+          const answers = (await pipeline.exec()) ?? [];
+          chunk.forEach((job, k) => {
+            const [err, exists] = answers[k] ?? [new Error("no answer"), 0];
+            if (err) throw err;
+            if (exists) return;
+            enqueueJob(this.db, queue, job);
+            readded++;
+            this.log.warn({ queue, jobId: job.id }, "queue: Redis lost a job; added it again");
+          });
+        }
+      } catch (err) {
+        // Redis is away: the relay says so; the next pass tries again.
+        this.log.debug({ err, queue }, "queue: reconciling with Redis failed; will retry");
+      }
+    }
+    return readded;
   }
 
   private closing: Promise<void> | undefined;
 
-  /** Idempotent: a second call waits for the first. */
+  /** Idempotent: a second call waits for the first. Returns within a few seconds, Redis or not. */
   close(options: { force?: boolean } = {}): Promise<void> {
     return (this.closing ??= this.shutDown(options.force ?? false));
   }
@@ -146,19 +233,36 @@ export class BullQueue implements JobQueue {
     this.closed = true;
     this.stopListening();
     clearTimeout(this.relayTimer);
+    clearInterval(this.reconcileTimer);
+    // With Redis known to be away there is nothing to wait for.
+    if ((await within(this.shutDownGracefully(force), this.redisIsUp() ? CLOSE_BOUND_MS : 0)) === "done") return;
+    // Redis does not answer: cut the connections, which fails whatever still waits on them.
+    // Jobs in flight stay claimed in Redis and run again after their lease, as after a crash.
+    this.log.warn({ boundMs: CLOSE_BOUND_MS }, "queue: Redis did not answer at shutdown; closing without it (jobs in flight run again after their lease)");
+    this.connection.disconnect();
+    this.commands.disconnect();
+    for (const w of this.workers) void w.disconnect().catch(() => undefined);
+  }
+
+  private redisIsUp(): boolean {
+    return this.connection.status === "ready" && this.commands.status === "ready";
+  }
+
+  private async shutDownGracefully(force: boolean): Promise<void> {
     await this.relaying;
-    await Promise.all(this.workers.map((w) => w.close(force)));
+    await this.reconciling;
+    await Promise.all(this.workers.map((w) => w.close(force).catch(() => undefined)));
     // Jobs that the last handlers enqueued (the next delivery of a lane) go out now rather than
     // wait in SQLite for the next start.
     if (!force) await this.relay();
     await Promise.all([...this.queues.values()].map((q) => q.close()));
-    await this.connection.quit().catch(() => this.connection.disconnect());
+    await Promise.all([this.connection, this.commands].map((c) => c.quit().catch(() => c.disconnect())));
   }
 
   private queueFor(name: string): Queue {
     let q = this.queues.get(name);
     if (!q) {
-      q = new Queue(name, { connection: this.connection, prefix: this.settings.prefix });
+      q = new Queue(name, { connection: this.commands, prefix: this.settings.prefix });
       q.on("error", (err) => this.log.error({ err, queue: name }, "queue: redis queue error"));
       this.queues.set(name, q);
     }
@@ -237,6 +341,37 @@ export class BullQueue implements JobQueue {
         ),
       ),
     );
+  }
+}
+
+/**
+ * BullMQ keeps jobs in Redis's memory: a Redis that evicts keys under pressure drops jobs (the
+ * reconciler re-adds them a lease later). Says so at start unless eviction is off; a managed
+ * Redis that forbids CONFIG cannot be checked.
+ */
+async function warnUnlessNoEviction(redis: Redis, log: Logger): Promise<void> {
+  try {
+    const answer = (await redis.config("GET", "maxmemory-policy")) as string[];
+    const policy = answer[1];
+    if (policy && policy !== "noeviction") {
+      log.warn(
+        { maxmemoryPolicy: policy },
+        `queue: Redis's maxmemory-policy is ${policy}: under memory pressure it may evict queued jobs (onair re-adds them, a lease late); set maxmemory-policy noeviction`,
+      );
+    }
+  } catch (err) {
+    log.debug({ err }, "queue: could not read Redis's maxmemory-policy (CONFIG is not allowed here)");
+  }
+}
+
+/** "done" when `p` settles within `ms`, else "late" (and `p` is left to settle whenever). */
+async function within(p: Promise<unknown>, ms: number): Promise<"done" | "late"> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), ms)));
+  try {
+    return await Promise.race([p.then(() => "done" as const, () => "done" as const), late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

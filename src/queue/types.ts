@@ -77,6 +77,14 @@ export interface JobQueue {
   /** Starts running `queue`'s jobs in this process. */
   process<T>(queue: string, handler: JobHandler<T>, options: ProcessOptions): QueueWorker;
   /**
+   * Names the jobs of `queue` that must exist, as their owners' records say (a pending lane
+   * head, a fan-out not finished, a recording waiting for finalize). A queue that can lose jobs
+   * (BullMQ: Redis restarted without persistence, flushed, or evicting) re-adds, every lease,
+   * any of them it holds nowhere; the embedded queue keeps its jobs in the same database as
+   * those records, so it cannot lose one and ignores this. `source` reads the database only.
+   */
+  expect<T>(queue: string, source: () => NewJob<T>[]): void;
+  /**
    * Stops taking jobs and waits for those running to finish. `force` does not wait: the jobs
    * running are left claimed, as a crashed process leaves them, and run again after the lease.
    */

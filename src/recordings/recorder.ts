@@ -3,10 +3,19 @@ import path from "node:path";
 import type { SessionRecord, Store } from "../db";
 import type { EventSink } from "../events";
 import { writeAtomically } from "../media";
+import type { NewJob } from "../queue";
 import type { LiveSessionInfo, LiveSessionObserver, WrittenSegment } from "../sessions";
 import { buildVodPlaylist, type RecordedSegment } from "./vod";
 
 export const FINALIZE_QUEUE = "recording-finalize";
+
+/** A session's finalize job: its id is the session's, so a session is finalized by one job. */
+export const finalizeJob = (sessionId: string): NewJob<FinalizeJob> => ({ id: `finalize-${sessionId}`, data: { sessionId } });
+
+/** The finalize jobs that must exist: one per recording waiting (for `JobQueue.expect`). */
+export function expectedFinalizeJobs(store: Store, limit: number): NewJob<FinalizeJob>[] {
+  return store.sessions.listWaitingForFinalize(limit).map((s) => finalizeJob(s.id));
+}
 
 export interface FinalizeJob {
   sessionId: string;

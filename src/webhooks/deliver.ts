@@ -3,7 +3,7 @@ import { writeWhenStorageAllows, type Db, type DeliveryRecord, type EventRecord,
 import type { Logger } from "../log";
 import type { Metrics } from "../metrics";
 import type { OutboundPolicy } from "../outbound";
-import { enqueueJob, RetryLater, type Job } from "../queue";
+import { enqueueJob, RetryLater, type Job, type NewJob } from "../queue";
 import { buildDeliveryBody, type EventName, type RaisedEvent } from "../shapes";
 import { judgeAttempt, nextRetryDelay, type RetrySchedule } from "./retry";
 import { WebhookSender, type SendResult } from "./send";
@@ -35,8 +35,15 @@ export function addDelivery(store: Store, d: NewDelivery, owner: string): { deli
 }
 
 function enqueueDelivery(db: Db, deliveryId: string, owner: string): void {
-  // The delivery id is the job id: enqueueing a delivery twice runs it once.
-  enqueueJob<DeliveryJob>(db, WEBHOOK_DELIVERY_QUEUE, { id: deliveryId, data: { deliveryId }, owner });
+  enqueueJob<DeliveryJob>(db, WEBHOOK_DELIVERY_QUEUE, deliveryJob(deliveryId, owner));
+}
+
+// The delivery id is the job id: enqueueing a delivery twice runs it once.
+const deliveryJob = (deliveryId: string, owner: string): NewJob<DeliveryJob> => ({ id: deliveryId, data: { deliveryId }, owner });
+
+/** The delivery jobs that must exist: one per lane with a pending delivery (for `JobQueue.expect`). */
+export function expectedDeliveryJobs(store: Store, limit: number): NewJob<DeliveryJob>[] {
+  return store.webhookDeliveries.laneHeads(limit).map((h) => deliveryJob(h.id, h.owner));
 }
 
 export function storedEvent(e: EventRecord): RaisedEvent {

@@ -1,7 +1,7 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { Db, EventRecord, Store, WebhookRecord } from "../db";
 import type { Logger } from "../log";
-import { enqueueJob, RetryLater, type Job } from "../queue";
+import { enqueueJob, RetryLater, type Job, type NewJob } from "../queue";
 import { addDelivery } from "./deliver";
 
 // An event is raised as one row and one fan-out job (src/events). The job turns it into one
@@ -28,11 +28,18 @@ export interface FanOutJob {
 
 /** Enqueues the fan-out of a just-recorded event; joins the caller's transaction. */
 export function enqueueFanOut(db: Db, event: EventRecord): void {
-  enqueueJob<FanOutJob>(db, EVENT_FANOUT_QUEUE, {
-    id: fanOutJobId(event.id),
-    data: { eventId: event.id, userId: event.userId },
-    owner: event.userId,
-  });
+  enqueueJob<FanOutJob>(db, EVENT_FANOUT_QUEUE, fanOutJob(event));
+}
+
+const fanOutJob = (event: EventRecord): NewJob<FanOutJob> => ({
+  id: fanOutJobId(event.id),
+  data: { eventId: event.id, userId: event.userId },
+  owner: event.userId,
+});
+
+/** The fan-out jobs that must exist: one per event not fanned out yet (for `JobQueue.expect`). */
+export function expectedFanOutJobs(store: Store, limit: number): NewJob<FanOutJob>[] {
+  return store.events.fanOutsPending(limit).map(fanOutJob);
 }
 
 export const fanOutJobId = (eventId: string) => `fanout-${eventId}`;

@@ -1,4 +1,4 @@
-export { addDelivery, firstAttempt, storedEvent, WebhookDeliverer, WEBHOOK_DELIVERY_QUEUE } from "./deliver";
+export { addDelivery, expectedDeliveryJobs, firstAttempt, storedEvent, WebhookDeliverer, WEBHOOK_DELIVERY_QUEUE } from "./deliver";
 export type { DeliveryJob, DeliverySettings } from "./deliver";
 export { resendLoggedEvent } from "./resend";
 export { judgeAttempt, nextRetryDelay, SPEC_SCHEDULE } from "./retry";
@@ -6,5 +6,5 @@ export type { AttemptFailure, RetrySchedule, Verdict } from "./retry";
 export { signatureHeader, verifySignature } from "./signature";
 export { RESPONSE_BODY_LIMIT } from "./send";
 export { startWebhookHistoryRetention } from "./retention";
-export { EVENT_FANOUT_QUEUE, enqueueFanOut, fanOutBatch, fanOutHandler, fanOutJobId, wantsEvent, FANOUT_BATCH, FANOUT_BUDGET_MS } from "./fanout";
+export { EVENT_FANOUT_QUEUE, enqueueFanOut, expectedFanOutJobs, fanOutBatch, fanOutHandler, fanOutJobId, wantsEvent, FANOUT_BATCH, FANOUT_BUDGET_MS } from "./fanout";
 export type { FanOutJob } from "./fanout";

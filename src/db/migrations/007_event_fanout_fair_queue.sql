@@ -10,3 +10,8 @@ CREATE INDEX events_fanout_pending ON events(user_id, seq) WHERE fanout_after IS
 ALTER TABLE queue_jobs ADD COLUMN owner TEXT NOT NULL DEFAULT '';
 CREATE INDEX queue_jobs_owner_due ON queue_jobs(queue, state, owner, run_at, seq);
 CREATE INDEX queue_jobs_queue_due ON queue_jobs(queue, state, run_at);
+
+-- What must have a queue job, for the BullMQ adapter's reconciler to find cheaply every lease:
+-- pending deliveries (their lane heads) and recordings waiting for finalize.
+CREATE INDEX webhook_deliveries_pending ON webhook_deliveries(seq) WHERE status = 'pending';
+CREATE INDEX sessions_recording_waiting ON sessions(seq) WHERE recording_status = 'waiting';

@@ -135,6 +135,14 @@ export class SessionsRepository {
    * Recorded sessions that ended without their recording being handed to finalize (a crash, or
    * a full disk at their end): at start, these get finalized.
    */
+  /** Recorded sessions waiting for finalize, oldest first: the finalize jobs that must exist. */
+  listWaitingForFinalize(limit: number): { id: string; userId: string }[] {
+    return this.sql("SELECT id, user_id AS userId FROM sessions WHERE recording_status = 'waiting' ORDER BY seq LIMIT ?").all(limit) as {
+      id: string;
+      userId: string;
+    }[];
+  }
+
   listUnfinalizedRecordings(): SessionRecord[] {
     return (this.sql("SELECT * FROM sessions WHERE record = 1 AND ended_at IS NOT NULL AND recording_status IS NULL").all() as Row[]).map(toSession);
   }

@@ -77,6 +77,21 @@ export class WebhookDeliveriesRepository {
     return { delivery: toDelivery(row), isLaneHead: ahead === undefined };
   }
 
+  /**
+   * Pending deliveries at the head of their lane, oldest first, with the user whose turn their
+   * job waits for: the delivery jobs that must exist.
+   */
+  laneHeads(limit: number): { id: string; owner: string }[] {
+    return this
+      .sql(
+        `SELECT d.id, e.user_id AS owner FROM webhook_deliveries d JOIN events e ON e.id = d.event_id
+         WHERE d.status = 'pending' AND d.seq = (
+           SELECT MIN(h.seq) FROM webhook_deliveries h WHERE h.webhook_id = d.webhook_id AND h.stream_id = d.stream_id AND h.status = 'pending')
+         ORDER BY d.seq LIMIT ?`,
+      )
+      .all(limit) as { id: string; owner: string }[];
+  }
+
   get(id: string): DeliveryRecord | undefined {
     const row = this.sql("SELECT * FROM webhook_deliveries WHERE id = ?").get(id) as Row | undefined;
     return row && toDelivery(row);
