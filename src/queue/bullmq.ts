@@ -5,6 +5,7 @@ import type { Logger } from "../log";
 import { nextTurnOnce, onRing } from "./doorbell";
 import { redactUrl } from "./redisUrl";
 import { enqueueJob, JobTable, type JobRow } from "./jobTable";
+import { OwnerTurns } from "./turns";
 import {
   DEFAULT_TUNING,
   errorBackoff,
@@ -57,6 +58,7 @@ export class BullQueue implements JobQueue {
   private relayFailures = 0;
   private closed = false;
   private readonly expected = new Map<string, () => NewJob<unknown>[]>();
+  private readonly turns = new OwnerTurns();
   private reconcileTimer: NodeJS.Timeout | undefined;
   private reconciling: Promise<number> | undefined;
 
@@ -330,6 +332,8 @@ export class BullQueue implements JobQueue {
           list.map((r) => {
             const opts: JobsOptions = {
               jobId: r.id,
+              // Turns between users (see turns.ts); the embedded queue's claim does the same.
+              priority: this.turns.next(r.owner, now),
               delay: Math.max(0, r.run_at - now),
               attempts: UNLIMITED_ATTEMPTS,
               backoff: { type: BACKOFF_TYPE },

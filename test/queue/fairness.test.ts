@@ -5,6 +5,7 @@ import { createLogger } from "../../src/log";
 import { enqueueJob, type JobQueue } from "../../src/queue";
 import { EmbeddedQueue } from "../../src/queue/embedded";
 import { JobTable } from "../../src/queue/jobTable";
+import { MAX_PRIORITY, OwnerTurns } from "../../src/queue/turns";
 import { tempDir } from "../helpers/server";
 
 // Claiming takes turns between owners (users): one user's burst of jobs does not hold back
@@ -93,4 +94,22 @@ it("the embedded queue runs a second user's job among the first few of another's
   // Alice's own jobs ran in the order she enqueued them (give or take the two slots).
   const alice = ran.filter((id) => id.startsWith("a")).map((id) => Number(id.slice(1)));
   alice.forEach((n, i) => expect(Math.abs(n - i)).toBeLessThanOrEqual(1));
+});
+
+describe("OwnerTurns (priorities for BullMQ)", () => {
+  it.each([
+    ["a burst ranks 1, 2, 3…; another owner starts at 1", [["a", 0], ["a", 1], ["a", 2], ["b", 3], ["a", 4]], [1, 2, 3, 1, 4]],
+    ["an owner quiet longer than the window starts over", [["a", 0], ["a", 10], ["a", 100]], [1, 2, 1]],
+    ["activity within the window keeps counting", [["a", 0], ["a", 40], ["a", 80], ["a", 120]], [1, 2, 3, 4]],
+  ] as [string, [string, number][], number[]][])("%s", (_name, calls, ranks) => {
+    const turns = new OwnerTurns(50);
+    expect(calls.map(([owner, at]) => turns.next(owner, at))).toEqual(ranks);
+  });
+
+  it("never exceeds BullMQ's largest priority", () => {
+    const turns = new OwnerTurns(1_000);
+    let last = 0;
+    for (let i = 0; i < MAX_PRIORITY + 5; i++) last = turns.next("a", 0);
+    expect(last).toBe(MAX_PRIORITY);
+  });
 });

@@ -103,8 +103,8 @@ it("a fan-out cut short (a crash between batches) is finished once, with no webh
   }
 });
 
-it("one user's burst does not hold back another user's delivery", async () => {
-  const d = await startDelivery("embedded", { WEBHOOK_CONCURRENCY: "2" });
+it.each(ADAPTERS)("one user's burst does not hold back another user's delivery (%s queue)", async (adapter) => {
+  const d = await startDelivery(adapter, { WEBHOOK_CONCURRENCY: "2" });
   const rx = await startReceiver(() => ({ status: 200, afterMs: 10 }));
   try {
     const bob = d.store.users.getOrCreate("bob").id;
