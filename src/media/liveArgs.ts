@@ -69,6 +69,9 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
       "-f", "hls",
       "-hls_time", String(o.segmentSeconds),
       "-hls_list_size", String(o.listSize),
+      // RFC 8216 §6.2.2: a segment that left the playlist stays available for the playlist's
+      // duration plus a segment, for players and caches a little behind.
+      "-hls_delete_threshold", String(o.listSize + 1),
       // omit_endlist: a publisher that leaves does not end the playlists; the session ends
       // them when its reconnect window runs out, or another run continues them.
       "-hls_flags", `delete_segments+independent_segments+temp_file+omit_endlist${o.resume ? "+append_list" : ""}`,

@@ -38,6 +38,8 @@ describe("buildLiveArgs", () => {
     const args = buildLiveArgs({ ...base, renditions: renditionLadder([], 2) });
     expect(args).not.toContain("-filter_complex");
     expect(args.join(" ")).toContain("-i rtmp://127.0.0.1:1935/live/k -map 0:v:0 -map 0:a:0? -c copy -f hls -hls_time 2 -hls_list_size 6");
+    // RFC 8216 §6.2.2: 6 segments in the playlist, so 7 that left it are kept (6 × 2 s + 2 s).
+    expect(args.join(" ")).toContain("-hls_list_size 6 -hls_delete_threshold 7");
     expect(args.slice(-3)).toEqual(["-hls_segment_filename", "/d/hls/p/0/abcd_%05d.ts", "/d/hls/p/0/index.m3u8"]);
     expect(args).not.toContain("libx264");
   });
