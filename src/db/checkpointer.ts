@@ -29,28 +29,35 @@ const timer = setInterval(() => {
 }, workerData.everyMs);
 parentPort.on("message", () => {
   clearInterval(timer);
-  try { db.pragma("wal_checkpoint(PASSIVE)"); } catch {}
-  db.close();
+  try { db.close(); } catch {}
+  // The closing thread waits on this: its own close must be the last, which ends the log.
+  Atomics.store(workerData.closed, 0, 1);
+  Atomics.notify(workerData.closed, 0);
   parentPort.close();
 });
 `;
 
 export interface Checkpointer {
   /**
-   * Stops the thread: it checkpoints once more and closes its connection (the last connection
-   * to close checkpoints fully), while `db` gets its own checkpoints back if it stays open.
+   * Stops the thread and waits (at most 2 s) for it to close its connection, so that `db`'s
+   * close, the last, checkpoints fully and removes the log: nothing of the database's is
+   * still being written once the caller goes on (deletes the folder, takes a backup).
    */
   stop(): void;
 }
+
+/** How long stop() waits for the thread's connection to close (a checkpoint under way first). */
+const STOP_WAIT_MS = 2_000;
 
 /**
  * Moves `db`'s checkpoints to a thread. `onProblem` hears when checkpoints start and stop
  * failing (the log then grows until they succeed again; nothing is lost).
  */
 export function startCheckpointer(db: Db, onProblem: (problem: { error?: string; recovered?: boolean }) => void): Checkpointer {
+  const closed = new Int32Array(new SharedArrayBuffer(4));
   const worker = new Worker(THREAD_SOURCE, {
     eval: true,
-    workerData: { file: db.name, driver: require.resolve("better-sqlite3"), everyMs: CHECKPOINT_EVERY_MS },
+    workerData: { file: db.name, driver: require.resolve("better-sqlite3"), everyMs: CHECKPOINT_EVERY_MS, closed },
   });
   worker.on("message", onProblem);
   worker.on("error", (err) => onProblem({ error: err.message }));
@@ -63,9 +70,10 @@ export function startCheckpointer(db: Db, onProblem: (problem: { error?: string;
       if (stopped) return;
       stopped = true;
       if (db.open) db.pragma("wal_autocheckpoint = 1000");
-      // Not waited for: the thread is unref'd, so a process that exits does not wait on it, and
-      // a log it leaves is replayed by the next connection (nothing is lost).
       worker.postMessage("stop");
+      // Synchronous, as closing a database is: a shutdown's last few ms. A thread still opening
+      // or stuck is not waited for beyond the bound; a log it leaves is replayed, never lost.
+      Atomics.wait(closed, 0, 0, STOP_WAIT_MS);
     },
   };
 }
