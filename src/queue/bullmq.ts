@@ -72,6 +72,8 @@ export class BullQueue implements JobQueue {
      * in ioredis's memory and never failing.
      */
     private readonly commands: Redis,
+    /** Read by the connections' retry strategy: no reconnecting once closing. */
+    private readonly state: { closing: boolean },
     private readonly settings: BullQueueSettings,
     private readonly log: Logger,
     tuning: Partial<QueueTuning>,
@@ -90,13 +92,18 @@ export class BullQueue implements JobQueue {
     tuning: Partial<QueueTuning> = {},
     connectTimeoutMs = 5_000,
   ): Promise<BullQueue> {
+    // Reconnect while open, every 2 s at most; never once closing, so that connections to a
+    // Redis that is gone (BullMQ's duplicates included: they copy these options) let go.
+    const state = { closing: false };
+    const retryStrategy = (attempt: number) => (state.closing ? null : Math.min(attempt * 200, 2_000));
     // BullMQ's workers block on this connection's duplicates: it requires unlimited retries.
-    const connection = new Redis(settings.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true });
+    const connection = new Redis(settings.redisUrl, { maxRetriesPerRequest: null, lazyConnect: true, retryStrategy });
     const commands = new Redis(settings.redisUrl, {
       maxRetriesPerRequest: 1,
       enableOfflineQueue: false,
       commandTimeout: COMMAND_TIMEOUT_MS,
       lazyConnect: true,
+      retryStrategy,
     });
     let lastError: unknown;
     let down = false;
@@ -120,7 +127,7 @@ export class BullQueue implements JobQueue {
       throw new Error(`cannot reach Redis at ${redactUrl(settings.redisUrl)}: ${describe(lastError ?? err)}`);
     }
     await warnUnlessNoEviction(commands, log);
-    return new BullQueue(db, connection, commands, settings, log, tuning);
+    return new BullQueue(db, connection, commands, state, settings, log, tuning);
   }
 
   enqueue<T>(queue: string, job: NewJob<T>): void {
@@ -172,7 +179,9 @@ export class BullQueue implements JobQueue {
 
   /** A worker's close, bounded: with Redis gone, BullMQ's own close would wait for it forever. */
   private async closeWorker(worker: Worker, queue: string, force: boolean): Promise<void> {
-    if ((await within(worker.close(force), this.redisIsUp() ? CLOSE_BOUND_MS : 0)) === "late") {
+    // With Redis away, an unforced close would wait for the worker's loop, which waits for Redis.
+    const up = this.redisIsUp();
+    if ((await within(worker.close(force || !up), up ? CLOSE_BOUND_MS : 0)) === "late") {
       this.log.warn({ queue, boundMs: CLOSE_BOUND_MS }, "queue: Redis did not answer while stopping a worker; its jobs in flight run again after their lease");
       void worker.disconnect().catch(() => undefined);
     }
@@ -233,6 +242,7 @@ export class BullQueue implements JobQueue {
 
   private async shutDown(force: boolean): Promise<void> {
     this.closed = true;
+    this.state.closing = true;
     this.stopListening();
     clearTimeout(this.relayTimer);
     clearInterval(this.reconcileTimer);
@@ -253,7 +263,7 @@ export class BullQueue implements JobQueue {
   private async shutDownGracefully(force: boolean): Promise<void> {
     await this.relaying;
     await this.reconciling;
-    await Promise.all(this.workers.map((w) => w.close(force).catch(() => undefined)));
+    await Promise.all(this.workers.map((w) => w.close(force || !this.redisIsUp()).catch(() => undefined)));
     // Jobs that the last handlers enqueued (the next delivery of a lane) go out now rather than
     // wait in SQLite for the next start.
     if (!force) await this.relay();

@@ -130,7 +130,7 @@ describe("storage faults", () => {
       fillUp(more);
       expect((await api("GET", `/stream/${s.id}`)).status).toBe(200);
       let created = await api("POST", "/stream", { name: "during a full disk" });
-      for (let i = 0; created.status === 201 && i < 50; i++) created = await api("POST", "/stream", { name: "x".repeat(2000) });
+      for (let i = 0; created.status === 201 && i < 50; i++) created = await api("POST", "/stream", { name: "x".repeat(500) });
       expect(created.status).toBe(503);
       expect(created.body.errors[0]).toMatch(/^storage unavailable/);
       expect(created.headers.get("retry-after")).toBe("30");
@@ -146,21 +146,27 @@ describe("storage faults", () => {
     }
   });
 
-  it("live segments that leave the playlist window are deleted from disk as it moves", async () => {
+  it("live segments that leave the playlist stay for its duration plus one, then are deleted from disk", async () => {
     const w = await startWatchedServer({ HLS_SEGMENT_SECONDS: "1", HLS_LIST_SIZE: "3" }, EVENTS);
     try {
       const { api, t } = w;
       const s = (await api("POST", "/stream", { name: "window" })).body;
-      const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 10 });
-      await waitFor("8 segments written", async () => (await api("GET", `/stream/${s.id}`)).body.sourceSegments >= 8, 20_000);
+      const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 14 });
+      await waitFor("11 segments written", async () => (await api("GET", `/stream/${s.id}`)).body.sourceSegments >= 11, 25_000);
       const dir = path.join(t.dataDir, "hls", s.playbackId, "0");
       const onDisk = fs.readdirSync(dir).filter((f) => f.endsWith(".ts"));
-      // The 3 listed, plus the one being written and the one ffmpeg keeps for late readers.
-      expect(onDisk.length).toBeLessThanOrEqual(5);
+      // The 3 listed, the 4 that left it (RFC 8216 §6.2.2: 3 s of playlist + 1 s) and the one
+      // being written.
+      expect(onDisk.length).toBeLessThanOrEqual(8);
       const listed = fs.readFileSync(path.join(dir, "index.m3u8"), "utf8").split("\n").filter((l) => l.endsWith(".ts"));
       expect(listed).toHaveLength(3);
       for (const f of listed) expect(onDisk).toContain(f);
-      expect(onDisk).not.toContain(listed[0]!.replace(/\d+(?=\.ts$)/, (n) => "0".repeat(n.length)));
+      const nth = (n: number) => listed[0]!.replace(/\d+(?=\.ts$)/, (d) => String(n).padStart(d.length, "0"));
+      const firstListed = Number(/(\d+)\.ts$/.exec(listed[0]!)![1]);
+      // The segment that just left the playlist is still served; the first one is gone.
+      const left = await fetch(`${t.server.publicUrl}/hls/${s.playbackId}/0/${nth(firstListed - 1)}`);
+      expect(left.status).toBe(200);
+      expect(onDisk).not.toContain(nth(0));
       await push.exited;
     } finally {
       await w.stop();
