@@ -20,6 +20,9 @@ afterEach(async () => {
     p.child.kill("SIGKILL");
     await p.exited;
   }
+  // The next test starts with no stream live: this one's publishers count against the
+  // per-user limit until the server has seen them go.
+  await waitFor("no stream live", () => fx.t.server.sessions.runtimes().length === 0, 10_000);
 });
 
 async function publishStatus(key: string): Promise<{ client: RtmpPublisher; status: RtmpStatus | RtmpClosed }> {

@@ -134,7 +134,9 @@ describe("multistream pushes", () => {
     await first.exited;
     // The destination takes a new connection on the same address, as a service's ingest does.
     const second = await destination((d, n) => startRtmpDestination(d, n, first.port), "after-drop");
-    const back = publish(s.streamKey, 4);
+    // Long enough that the push has seconds to carry after the pipeline's restart, however busy
+    // the machine.
+    const back = publish(s.streamKey, 8);
     await waitForEvent(target.id, "multistream.connected", 2);
     expect((await back.exited).code).toBe(0);
     await second.exited;
@@ -176,6 +178,7 @@ describe("multistream pushes", () => {
         .map((l) => JSON.parse(l))
         .filter((l) => l.targetId === target.id && l.msg === "multistream push failed: retrying")
         .map((l) => l.retryInMs as number);
+    await waitFor("two retries", () => retries().length >= 2, 10_000);
     expect(retries().slice(0, 2)).toEqual([1000, 2000]);
 
     // The destination comes up: the next retry reaches it (the gap is at most 8 s by now).
