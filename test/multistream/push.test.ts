@@ -107,9 +107,11 @@ describe("multistream pushes", () => {
       // About the pushed length. A source push copies from the GOP the RTMP server holds when the
       // session goes live (at most 1 s back) to the publisher's end; a rendition push starts at
       // the newest segment then, here the session's first, so it carries the whole session.
+      // Starting the push's ffmpeg and its input probe take up to about a second and a half on
+      // a busy 2-core machine (CI): the bound checks the push is not cut short, not its start-up.
       if (c.profile === "source") {
         const fromLive = (publishEndedAt - liveAt) / 1000;
-        expect(probed.duration).toBeGreaterThan(fromLive - 0.5);
+        expect(probed.duration).toBeGreaterThan(fromLive - 1.5);
         expect(probed.duration).toBeLessThan(fromLive + 1.5);
       } else {
         expect(Math.abs(probed.duration - session.sourceSegmentsDuration)).toBeLessThan(1);
