@@ -2,7 +2,7 @@ import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import { FFMPEG, pushTestStream, waitFor } from "../helpers/media";
-import { apiClient, startTestServer, tempDir, type TestServer } from "../helpers/server";
+import { apiClient, startTestServer, tempDir, useTestServer, type TestServer } from "../helpers/server";
 
 // One stream's trouble stays that stream's (issue 13): a failed write ends its session only,
 // a reader that falls behind is cut off instead of buffered without bound, and a pipeline that
@@ -17,14 +17,9 @@ async function metric(t: TestServer, name: string): Promise<number> {
 }
 
 describe("one stream's failure ends that stream only", () => {
-  let t: TestServer;
-  let api: ReturnType<typeof apiClient>;
-  beforeAll(async () => {
-    t = await startTestServer({ HLS_SEGMENT_SECONDS: "1" });
-    api = apiClient(t.apiUrl, t.key);
-  });
-  afterAll(() => t.stop());
-  const url = (key: string) => `rtmp://127.0.0.1:${t.server.rtmpPort}/live/${key}`;
+  const fx = useTestServer({ HLS_SEGMENT_SECONDS: "1" });
+  const { api } = fx;
+  const url = (key: string) => `rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${key}`;
   const isActive = async (id: string) => (await api("GET", `/stream/${id}`)).body.isActive as boolean;
 
   it("a storage write failure in one of two live streams ends that one, with the reason; the other goes on", async () => {
@@ -34,7 +29,7 @@ describe("one stream's failure ends that stream only", () => {
     const pb = pushTestStream(url(b.streamKey), { seconds: 60 });
     await waitFor("both live", async () => (await isActive(a.id)) && (await isActive(b.id)));
     // Root ignores permissions: an immutable folder refuses even root's writes.
-    const folder = path.join(t.dataDir, "hls", a.playbackId, "0");
+    const folder = path.join(fx.t.dataDir, "hls", a.playbackId, "0");
     expect(spawnSync("chattr", ["+i", folder]).status).toBe(0);
     try {
       const ended = await waitFor("a's session ended", async () => {
@@ -65,7 +60,7 @@ describe("one stream's failure ends that stream only", () => {
     await waitFor("live", () => isActive(s.id));
     // No process of the server carries the stream key: the pipeline reads the stream's internal name.
     const argv = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
-    const pids = t.server.processes.pids();
+    const pids = fx.t.server.processes.pids();
     expect(pids.length).toBeGreaterThan(0);
     for (const pid of pids) expect(argv(pid)).not.toContain(s.streamKey);
     expect(argv(pids[0]!)).toContain(`/live/${s.id}`);
@@ -77,8 +72,8 @@ describe("one stream's failure ends that stream only", () => {
     try {
       await waitFor("the reader is playing", () => reading, 10_000);
       reader.kill("SIGSTOP");
-      const cutBefore = await metric(t, "onair_rtmp_readers_cut_total");
-      await waitFor("the reader cut off", async () => (await metric(t, "onair_rtmp_readers_cut_total")) > cutBefore, 30_000, 250);
+      const cutBefore = await metric(fx.t, "onair_rtmp_readers_cut_total");
+      await waitFor("the reader cut off", async () => (await metric(fx.t, "onair_rtmp_readers_cut_total")) > cutBefore, 30_000, 250);
       // Resumed, it reads what its socket still held, then the end: it does not play on.
       reader.kill("SIGCONT");
       await readerExit;
@@ -93,27 +88,22 @@ describe("one stream's failure ends that stream only", () => {
 });
 
 describe("a pipeline that falls behind its publisher", () => {
-  let t: TestServer;
-  let api: ReturnType<typeof apiClient>;
-  beforeAll(async () => {
-    t = await startTestServer({ HLS_SEGMENT_SECONDS: "1" });
-    api = apiClient(t.apiUrl, t.key);
-  });
-  afterAll(() => t.stop());
+  const fx = useTestServer({ HLS_SEGMENT_SECONDS: "1" });
+  const { api } = fx;
 
   it("is cut off, and its restart counts as a failure (backed off, bounded), never a silent loop", async () => {
     const s = (await api("POST", "/stream", { name: "stuck pipeline", profiles: [] })).body;
     const cbr = ["-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-pix_fmt", "yuv420p", "-b:v", "8M", "-minrate", "8M", "-maxrate", "8M", "-bufsize", "2M", "-x264-params", "nal-hrd=cbr"];
-    const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 60, size: "640x360", codec: cbr });
+    const push = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 60, size: "640x360", codec: cbr });
     try {
       await waitFor("live", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
-      const [pipeline] = t.server.processes.pids();
+      const [pipeline] = fx.t.server.processes.pids();
       process.kill(pipeline!, "SIGSTOP"); // a pipeline stuck on a slow disk, or short of CPU
-      await waitFor("the pipeline's input cut off", async () => (await metric(t, "onair_rtmp_readers_cut_total")) >= 1, 30_000, 250);
+      await waitFor("the pipeline's input cut off", async () => (await metric(fx.t, "onair_rtmp_readers_cut_total")) >= 1, 30_000, 250);
       process.kill(pipeline!, "SIGCONT");
-      await waitFor("a restart, counted", async () => (await metric(t, "onair_pipeline_restarts_total")) >= 1, 15_000, 250);
+      await waitFor("a restart, counted", async () => (await metric(fx.t, "onair_pipeline_restarts_total")) >= 1, 15_000, 250);
       // The session goes on with a new run, in the same playlists.
-      await waitFor("a new run", () => t.server.processes.pids().some((pid) => pid !== pipeline), 10_000);
+      await waitFor("a new run", () => fx.t.server.processes.pids().some((pid) => pid !== pipeline), 10_000);
       expect((await api("GET", `/stream/${s.id}/sessions`)).body).toHaveLength(1);
       expect(push.child.exitCode).toBeNull();
     } finally {
