@@ -9,9 +9,10 @@ import { logCheckpoints, openStore, type Store } from "./db";
 import { lockDataDir } from "./instanceLock";
 import { startEvents, type EventSink, type RunningEvents } from "./events";
 import type { Logger } from "./log";
-import { dashboardRouter, hlsRouter, operatorGate, playerRouter, recordingsRouter } from "./http";
+import { createPublicServer, dashboardRouter, hlsRouter, operatorGate, playerRouter, recordingsRouter } from "./http";
 import { INGEST_APP, RtmpIngest } from "./ingest";
-import { locateFfmpeg, ProcessRegistry, reapLeftovers, type FfmpegLocation } from "./media";
+import { LiveHls } from "./hls";
+import { ffmpegHasCmaf, locateFfmpeg, ProcessRegistry, reapLeftovers, type FfmpegLocation } from "./media";
 import { MultistreamManager } from "./multistream";
 import { OutboundPolicy } from "./outbound";
 import { cachedReadiness, livenessRouter, probeDatabaseWritable, probeFfmpeg, readinessRouter, StorageWatch, STORAGE_RESERVE_BYTES } from "./health";
@@ -140,6 +141,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
 
   // --- live media: RTMP ingest → session manager → one ffmpeg pipeline per session ---
   const hlsDir = path.join(config.dataDir, "hls");
+  // Live sessions' packagers by playback id: the HLS routes answer live requests from them.
+  const liveHls = new LiveHls();
   // A full or unwritable data directory ends live sessions with the reason and refuses new
   // publishes until it recovers; /readyz shows it meanwhile.
   const storage = new StorageWatch({
@@ -171,6 +174,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     rtmpInputUrl: (alias) => `rtmp://${rtmpHost.includes(":") ? `[${rtmpHost}]` : rtmpHost}:${rtmpPort}/${INGEST_APP}/${alias}`,
     segmentSeconds: config.hlsSegmentSeconds,
     listSize: config.hlsListSize,
+    lowLatency: config.hlsLowLatency,
+    ffmpegCmaf: ffmpeg ? ffmpegHasCmaf(ffmpeg.path) : undefined,
+    liveHls,
     disconnectPublisher: (id, refusal) => ingest?.disconnect(id, refusal),
     observers: [recorder, multistream],
     metrics,
@@ -233,7 +239,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   adminAddress = `${config.adminHost.includes(":") ? `[${config.adminHost}]` : config.adminHost}:${adminPort}`;
 
   const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, signRecording, live: sessions, limits: config.limits, outbound }, [
-    hlsRouter(store, hlsDir),
+    hlsRouter(store, hlsDir, liveHls),
     recordingsRouter(store, recordingsDir, recordingSigner),
     livenessRouter(),
     operatorGate(config.metricsToken, () => adminAddress),
@@ -241,16 +247,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     playerRouter(store, signRecording),
     dashboardRouter(() => rtmpPublicUrl(config, rtmpPort)),
   ], metrics);
-  const server = http.createServer(app);
-  // Requests Node's parser refuses before Express sees them (headers or URL over 16 KiB, bad
-  // syntax) still get the API's error body rather than a bare status line.
-  server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
-    if (!socket.writable) return socket.destroy();
-    const status = err.code === "HPE_HEADER_OVERFLOW" ? 431 : 400;
-    const body = JSON.stringify({ errors: [status === 431 ? "request headers or URL too large (16 KiB at most)" : "malformed HTTP request"] });
-    socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
-  });
-  server.keepAliveTimeout = 65_000;
+  const publicServer = createPublicServer(app, config.tls);
+  const server = publicServer.server;
   try {
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -313,14 +311,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         await processes.stopAll(2000);
         // Then HTTP and webhook delivery side by side, each with its own bound (3 s), so that
         // the whole stop stays well inside the 10 s a supervisor gives before SIGKILL.
-        const closeHttp = (srv: http.Server) =>
+        const httpClosed = Promise.all([
+          publicServer.close(3_000),
           new Promise<void>((resolve) => {
-            srv.close(() => resolve());
-            srv.closeIdleConnections();
+            admin.close(() => resolve());
+            admin.closeIdleConnections();
             // Requests still running after 3 s are cut: shutdown must not hang on a slow client.
-            setTimeout(() => srv.closeAllConnections(), 3_000).unref();
-          });
-        const httpClosed = Promise.all([closeHttp(server), closeHttp(admin)]);
+            setTimeout(() => admin.closeAllConnections(), 3_000).unref();
+          }),
+        ]);
         stopRetention();
         storage.stop();
         await Promise.all([httpClosed, stopEvents()]);

@@ -1,3 +1,4 @@
+import fs from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import { allowHostEntry, type OutboundSettings } from "../outbound";
@@ -58,12 +59,12 @@ const integer = (name: string, fallback: number, min: number, max: number, unit 
       return n;
     });
 
-const flag = (name: string) =>
+const flag = (name: string, fallback = false) =>
   z
     .string()
     .optional()
     .transform((v, ctx) => {
-      if (v === undefined || v === "") return false;
+      if (v === undefined || v === "") return fallback;
       if (["1", "true", "yes", "on"].includes(v.toLowerCase())) return true;
       if (["0", "false", "no", "off"].includes(v.toLowerCase())) return false;
       ctx.addIssue({ code: "custom", message: `${name} must be true or false (1 or 0), got "${v}"` });
@@ -186,7 +187,13 @@ const envSchema = z.object({
     .string()
     .optional()
     .transform((v) => (v === undefined || v === "" ? undefined : v)),
-  HLS_SEGMENT_SECONDS: integer("HLS_SEGMENT_SECONDS", 2, 1, 10, " (seconds)"),
+  // HTTP/2 over TLS on the public port (PEM files); both or neither. Without: HTTP/1.1.
+  TLS_CERT: z.string().optional().transform((v) => (v === undefined || v === "" ? undefined : v)),
+  TLS_KEY: z.string().optional().transform((v) => (v === undefined || v === "" ? undefined : v)),
+  // Low-Latency HLS (parts of 0.2 s, blocking reload) by default; false: plain fMP4 HLS.
+  HLS_LOW_LATENCY: flag("HLS_LOW_LATENCY", true),
+  // 0: the mode's default (1 s with low latency, 2 s without).
+  HLS_SEGMENT_SECONDS: integer("HLS_SEGMENT_SECONDS", 0, 1, 10, " (seconds)"),
   HLS_LIST_SIZE: integer("HLS_LIST_SIZE", 6, 2, 30),
   // Abuse limits (issue 8). The rate defaults leave room for a busy dashboard or SDK script:
   // a client has to keep up more than 50 requests a second, or send 100 at once, to see a 429.
@@ -250,8 +257,12 @@ export interface Config {
   ffmpegPath: string | undefined;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   dbPath: string;
-  /** Target length of live HLS segments, seconds. */
+  /** Target length of live HLS segments, seconds (and the encoded renditions' keyframe interval). */
   hlsSegmentSeconds: number;
+  /** LL-HLS: parts, blocking playlist reload, preload hints. */
+  hlsLowLatency: boolean;
+  /** TLS_CERT/TLS_KEY read: the public port speaks HTTP/2 over TLS (and HTTP/1.1). */
+  tls: { cert: Buffer; key: Buffer } | undefined;
   /** Segments listed in a live playlist (the live window); older ones are deleted. */
   hlsListSize: number;
   /** Namespace of onair's keys in Redis (BullMQ's prefix). */
@@ -307,8 +318,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       "WEBHOOK_BLOCK_PRIVATE is no longer read: private and loopback destinations are refused by default now; to allow them set ALLOW_PRIVATE_DESTINATIONS=true, or list the hosts in DESTINATION_ALLOW_HOSTS (and remove WEBHOOK_BLOCK_PRIVATE)",
     );
   }
+  let tls: Config["tls"];
+  if ((e.TLS_CERT === undefined) !== (e.TLS_KEY === undefined)) {
+    problems.push("TLS_CERT and TLS_KEY go together: set both (PEM files) for HTTP/2 over TLS, or neither for plain HTTP");
+  } else if (e.TLS_CERT !== undefined && e.TLS_KEY !== undefined) {
+    try {
+      tls = { cert: fs.readFileSync(e.TLS_CERT), key: fs.readFileSync(e.TLS_KEY) };
+    } catch (err) {
+      problems.push(`cannot read TLS_CERT or TLS_KEY: ${(err as Error).message}`);
+    }
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return {
+    tls,
     port: e.PORT,
     // Unset: 10 above PORT (8090 for 8080), or a free port when PORT=0 picks one.
     adminPort: e.ADMIN_PORT === -1 ? (e.PORT === 0 ? 0 : Math.min(65535, e.PORT + 10)) : e.ADMIN_PORT,
@@ -323,7 +345,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ffmpegPath: e.FFMPEG_PATH,
     logLevel: e.LOG_LEVEL,
     dbPath: path.join(e.DATA_DIR, "onair.db"),
-    hlsSegmentSeconds: e.HLS_SEGMENT_SECONDS,
+    hlsSegmentSeconds: e.HLS_SEGMENT_SECONDS || (e.HLS_LOW_LATENCY ? 1 : 2),
+    hlsLowLatency: e.HLS_LOW_LATENCY,
     hlsListSize: e.HLS_LIST_SIZE,
     redisPrefix: e.REDIS_PREFIX,
     webhooks: {
@@ -358,7 +381,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
 
 /** PUBLIC_URL, defaulting to the HTTP port the server actually bound (PORT=0 picks one). */
 export function publicUrl(config: Config, boundPort: number): string {
-  return config.publicUrlSetting ?? `http://localhost:${boundPort}`;
+  return config.publicUrlSetting ?? `${config.tls ? "https" : "http"}://localhost:${boundPort}`;
 }
 
 /** RTMP_PUBLIC_URL: the ingest base that broadcasters put in OBS. */

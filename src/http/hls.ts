@@ -1,17 +1,37 @@
 import path from "node:path";
-import express, { type Response } from "express";
+import zlib from "node:zlib";
+import express, { type Request, type Response } from "express";
 import type { Store } from "../db";
+import { parseBlockingQuery, satisfies, tooFarAhead, type LiveHls, type LivePackager } from "../hls";
 import { malformedPathIsNotFound } from "./malformedPath";
 
-// Live HLS at /hls/<playbackId>/index.m3u8 (master) and /hls/<playbackId>/<n>/<file>.
+// HLS at /hls/<playbackId>/index.m3u8 (master) and /hls/<playbackId>/<n>/<file>. A live
+// session's playlists, parts and segments come from its packager in memory, with blocking
+// reload (LL-HLS); an ended session's from the files it left on disk.
 
 const PLAYBACK_ID = /^[0-9a-z]{16}$/;
 const VARIANT = /^\d{1,2}$/;
-const FILE = /^[\w-]{1,64}\.(m3u8|ts)$/;
+const FILE = /^[\w-]{1,64}\.(m3u8|ts|m4s|mp4)$/;
+
+const PLAYLIST_TYPE = "application/vnd.apple.mpegurl";
+const TYPES: Record<string, string> = { ".m3u8": PLAYLIST_TYPE, ".ts": "video/mp2t", ".m4s": "video/mp4", ".mp4": "video/mp4" };
+/** Media names are unique per session and never change. */
+const MEDIA_CACHE = "public, max-age=86400, immutable";
 
 const notFound = (res: Response) => void res.status(404).json({ errors: ["not found"] });
 
-export function hlsRouter(store: Store, hlsDir: string): express.Router {
+/** Apple's authoring spec asks for compressed playlists; a live one is a few hundred bytes to a few KiB. */
+function sendPlaylist(req: Request, res: Response, text: string, cacheControl: string): void {
+  res.set({ "content-type": PLAYLIST_TYPE, "cache-control": cacheControl, vary: "accept-encoding" });
+  if (/\bgzip\b/.test(req.get("accept-encoding") ?? "")) {
+    res.set("content-encoding", "gzip");
+    return void res.send(zlib.gzipSync(text, { level: 1 }));
+  }
+  // A Buffer: res.send would add "; charset" to a string's content type.
+  res.send(Buffer.from(text));
+}
+
+export function hlsRouter(store: Store, hlsDir: string, live: LiveHls): express.Router {
   const router = express.Router();
 
   router.use("/hls", (_req, res, next) => {
@@ -20,18 +40,16 @@ export function hlsRouter(store: Store, hlsDir: string): express.Router {
     next();
   });
 
-  const send = (res: Response, playbackId: string, parts: string[]) => {
+  /** An ended session's files (or a live one's that left memory): looked up, then read from disk. */
+  const fromDisk = (res: Response, playbackId: string, parts: string[]) => {
     // Only names of our own making reach the file system: nothing can climb out of hlsDir.
-    if (!PLAYBACK_ID.test(playbackId) || !store.streams.getByPlaybackId(playbackId)) return notFound(res);
-    const file = parts[parts.length - 1]!;
-    const playlist = file.endsWith(".m3u8");
+    if (!store.streams.getByPlaybackId(playbackId)) return notFound(res);
+    const ext = path.extname(parts[parts.length - 1]!);
+    const playlist = ext === ".m3u8";
     res.sendFile(path.join(playbackId, ...parts), {
       root: hlsDir,
       dotfiles: "deny",
-      // Playlists change every segment; segment names are unique per session and never change.
-      headers: playlist
-        ? { "content-type": "application/vnd.apple.mpegurl", "cache-control": "no-cache" }
-        : { "content-type": "video/mp2t", "cache-control": "public, max-age=86400, immutable" },
+      headers: { "content-type": TYPES[ext]!, "cache-control": playlist ? "no-cache" : MEDIA_CACHE },
       cacheControl: false,
       lastModified: !playlist,
       etag: !playlist,
@@ -40,12 +58,68 @@ export function hlsRouter(store: Store, hlsDir: string): express.Router {
     });
   };
 
-  router.get("/hls/:playbackId/index.m3u8", (req, res) => send(res, req.params.playbackId, ["index.m3u8"]));
-  router.get("/hls/:playbackId/:variant/:file", (req, res) => {
+  router.get("/hls/:playbackId/index.m3u8", (req, res) => {
+    const { playbackId } = req.params;
+    if (!PLAYBACK_ID.test(playbackId)) return notFound(res);
+    const packager = live.get(playbackId);
+    if (!packager) return fromDisk(res, playbackId, ["index.m3u8"]);
+    const master = packager.master();
+    // Not playable yet: as before a first segment, nothing to play.
+    if (master === undefined) return notFound(res);
+    sendPlaylist(req, res, master, "no-cache");
+  });
+
+  router.get("/hls/:playbackId/:variant/:file", async (req, res) => {
     const { playbackId, variant, file } = req.params;
-    if (!VARIANT.test(variant) || !FILE.test(file)) return notFound(res);
-    send(res, playbackId, [variant, file]);
+    if (!PLAYBACK_ID.test(playbackId) || !VARIANT.test(variant) || !FILE.test(file)) return notFound(res);
+    const packager = live.get(playbackId);
+    if (!packager) return fromDisk(res, playbackId, [variant, file]);
+    const index = Number(variant);
+    if (!packager.tracks[index]) return notFound(res);
+    if (file === "index.m3u8") return mediaPlaylist(req, res, packager, index);
+    if (await media(res, packager, index, file)) return;
+    fromDisk(res, playbackId, [variant, file]);
   });
   router.use(malformedPathIsNotFound);
   return router;
+}
+
+/**
+ * A rendition's live playlist, at once or (with `_HLS_msn`/`_HLS_part`) as soon as it holds
+ * what was asked, within three target durations (RFC 8216bis §6.2.5.2: 503 after that).
+ */
+async function mediaPlaylist(req: Request, res: Response, packager: LivePackager, index: number): Promise<void> {
+  const query = parseBlockingQuery(req.query as Record<string, unknown>);
+  if (!query.ok) return void res.status(400).json({ errors: [query.error] });
+  const track = packager.tracks[index]!;
+  const request = query.request;
+  if (request) {
+    if (tooFarAhead(track, request)) {
+      return void res.status(400).json({ errors: [`_HLS_msn=${request.msn} is more than two segments past the playlist's last (${track.lastCompleteMsn})`] });
+    }
+    const ok = await packager.wait(index, () => satisfies(track, request), packager.targetDuration * 3 * 1000);
+    if (!ok) return void res.status(503).json({ errors: [`segment ${request.msn}${request.part !== undefined ? ` part ${request.part}` : ""} did not arrive in ${packager.targetDuration * 3} s`] });
+  }
+  const text = packager.mediaPlaylist(index);
+  if (text === undefined) return notFound(res);
+  // A blocking response names the state it waited for: a CDN may share it between the viewers
+  // asking the same thing; an unqualified reload must revalidate.
+  sendPlaylist(req, res, text, request ? `public, max-age=${packager.targetDuration * packager.o.windowSegments}` : "no-cache");
+}
+
+/**
+ * A part, segment or init from memory. The part the preload hint names is awaited (Safari asks
+ * for it before it exists). False: not in memory (an older file is looked for on disk).
+ */
+async function media(res: Response, packager: LivePackager, index: number, file: string): Promise<boolean> {
+  let found = packager.file(index, file);
+  const partId = packager.partId(file);
+  if (!found && partId !== undefined && partId === packager.tracks[index]!.next.partId) {
+    await packager.wait(index, () => packager.file(index, file) !== undefined, packager.targetDuration * 3 * 1000);
+    found = packager.file(index, file);
+  }
+  if (!found) return false;
+  res.set({ "content-type": "video/mp4", "cache-control": MEDIA_CACHE });
+  res.send(found.bytes);
+  return true;
 }

@@ -12,8 +12,8 @@ import { malformedPathIsNotFound } from "./malformedPath";
 
 const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const VARIANT = /^\d{1,2}$/;
-const FILE = /^[\w-]{1,64}\.(m3u8|ts)$/;
-const TYPES: Record<string, string> = { ".m3u8": "application/vnd.apple.mpegurl", ".ts": "video/mp2t", ".mp4": "video/mp4" };
+const FILE = /^[\w-]{1,64}\.(m3u8|ts|m4s|mp4)$/;
+const TYPES: Record<string, string> = { ".m3u8": "application/vnd.apple.mpegurl", ".ts": "video/mp2t", ".m4s": "video/mp4", ".mp4": "video/mp4" };
 
 const notFound = (res: Response) => void res.status(404).json({ errors: ["not found"] });
 

@@ -1,3 +1,4 @@
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 
@@ -38,4 +39,14 @@ export function locateFfmpeg(ffmpegPathSetting: string | undefined, envPath = pr
     // the optional dependency is not installed on this platform
   }
   return undefined;
+}
+
+/**
+ * Whether this ffmpeg's mp4 muxer has `-movflags cmaf` (4.3 and later). With it, fragments
+ * start at time 0 on an exact part grid; without it (an old build), the first part runs a
+ * frame long and the packager warns once.
+ */
+export function ffmpegHasCmaf(ffmpegPath: string): boolean {
+  const res = spawnSync(ffmpegPath, ["-hide_banner", "-h", "muxer=mp4"], { encoding: "utf8", timeout: 10_000 });
+  return /^\s*cmaf\b/m.test(res.stdout ?? "");
 }

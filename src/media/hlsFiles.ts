@@ -1,21 +1,65 @@
 import fs from "node:fs";
 import path from "node:path";
-import { variantPlaylist } from "./liveArgs";
+import type { HlsSegment } from "../hls";
+import type { Rendition } from "../shapes";
 import { withEndlist } from "./playlists";
 
-// The HLS files on disk, as the pipeline leaves them for players and recordings.
+// The HLS files on disk, as the packager leaves them for recordings, pushes of a rendition and
+// the playlists of ended sessions (live ones are answered from memory).
+
+export const variantDir = (outDir: string, r: Pick<Rendition, "index">) => path.join(outDir, String(r.index));
+export const variantPlaylist = (outDir: string, r: Pick<Rendition, "index">) => path.join(variantDir(outDir, r), "index.m3u8");
 
 /** Readers never see a half-written playlist: write aside, then rename over. */
-export function writeAtomically(file: string, text: string): void {
+export function writeAtomically(file: string, text: string | Buffer): void {
   const tmp = `${file}.${process.pid}.tmp`;
   fs.writeFileSync(tmp, text);
   fs.renameSync(tmp, file);
 }
 
+/** Where a complete segment and its init segment are on disk. */
+export interface StoredSegment {
+  file: string;
+  map: { uri: string; file: string };
+}
+
+/**
+ * A live session's folder: `<outDir>/<rendition>/` holds each complete segment, its init
+ * segment and a plain playlist of the window (no parts), written in that order so the playlist
+ * never names a file that is not there. Segments that left the grace list are deleted.
+ */
+export class HlsFiles {
+  private readonly maps = new Set<string>();
+
+  constructor(readonly outDir: string) {}
+
+  /** A new session starts from a clean folder: nothing of an earlier session stays listed. */
+  reset(renditions: Rendition[]): void {
+    fs.rmSync(this.outDir, { recursive: true, force: true });
+    for (const r of renditions) fs.mkdirSync(variantDir(this.outDir, r), { recursive: true });
+  }
+
+  /** Throws when the disk refuses (the session decides what that means). */
+  write(rendition: Rendition, segment: HlsSegment, retired: HlsSegment[], playlist: string): StoredSegment {
+    const dir = variantDir(this.outDir, rendition);
+    const mapFile = path.join(dir, segment.map.uri);
+    const mapKey = `${rendition.index}/${segment.map.uri}`;
+    if (!this.maps.has(mapKey)) {
+      writeAtomically(mapFile, segment.map.bytes);
+      this.maps.add(mapKey);
+    }
+    const file = path.join(dir, segment.uri);
+    writeAtomically(file, segment.bytes!);
+    writeAtomically(path.join(dir, "index.m3u8"), playlist);
+    for (const old of retired) fs.rmSync(path.join(dir, old.uri), { force: true });
+    return { file, map: { uri: segment.map.uri, file: mapFile } };
+  }
+}
+
 /**
  * Ends every rendition playlist in a stream's HLS folder (`<outDir>/<n>/index.m3u8`), so the
- * URL no longer plays as live: ffmpeg writes #EXT-X-ENDLIST when it ends cleanly; after a
- * crash, a kill or a previous run that died, this does.
+ * URL no longer plays as live: the packager writes #EXT-X-ENDLIST when the session ends with a
+ * segment to write; otherwise, and after a crash, this does.
  */
 export function endPlaylists(outDir: string): void {
   let entries: string[];
@@ -35,4 +79,3 @@ export function endPlaylists(outDir: string): void {
     }
   }
 }
-

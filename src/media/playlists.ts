@@ -8,6 +8,8 @@ export interface MediaSegment {
   seq: number;
   /** An #EXT-X-DISCONTINUITY comes before it (a pipeline restart's seam). */
   discontinuity?: boolean;
+  /** The EXT-X-MAP (init segment) URI it needs, for fragmented MP4. */
+  map?: string;
 }
 
 export interface MediaPlaylist {
@@ -21,15 +23,17 @@ export function parseMediaPlaylist(text: string): MediaPlaylist {
   let mediaSequence = 0;
   let pending: number | undefined;
   let discontinuity = false;
+  let map: string | undefined;
   const segments: MediaSegment[] = [];
   let ended = false;
   for (const line of lines) {
     if (line.startsWith("#EXT-X-MEDIA-SEQUENCE:")) mediaSequence = Number(line.slice(22)) || 0;
     else if (line.startsWith("#EXTINF:")) pending = parseFloat(line.slice(8));
     else if (line === "#EXT-X-DISCONTINUITY") discontinuity = true;
+    else if (line.startsWith("#EXT-X-MAP:")) map = /URI="([^"]*)"/.exec(line)?.[1];
     else if (line === "#EXT-X-ENDLIST") ended = true;
     else if (line && !line.startsWith("#") && pending !== undefined) {
-      segments.push({ uri: line, duration: pending, seq: mediaSequence + segments.length, ...(discontinuity ? { discontinuity } : {}) });
+      segments.push({ uri: line, duration: pending, seq: mediaSequence + segments.length, ...(discontinuity ? { discontinuity } : {}), ...(map ? { map } : {}) });
       pending = undefined;
       discontinuity = false;
     }
@@ -43,34 +47,5 @@ export function withEndlist(text: string): string {
   return text.replace(/\s*$/, "\n") + "#EXT-X-ENDLIST\n";
 }
 
-export interface Variant {
-  uri: string;
-  /** bits per second: the peak segment bitrate */
-  bandwidth: number;
-  width?: number;
-  height?: number;
-  codecs?: string[];
-  frameRate?: number;
-  name: string;
-}
-
-/**
- * A NAME attribute's value: a quoted string may hold neither `"` nor a line break (RFC 8216
- * 4.2), so anything outside the profile-name alphabet becomes `_` (names stored before that
- * alphabet was enforced included).
- */
-export const playlistName = (name: string) => name.replace(/[^A-Za-z0-9 _.-]/g, "_").slice(0, 64) || "_";
-
-/** The master playlist listing every rendition, highest bandwidth first. */
-export function buildMasterPlaylist(variants: Variant[]): string {
-  const lines = ["#EXTM3U", "#EXT-X-VERSION:6", "#EXT-X-INDEPENDENT-SEGMENTS"];
-  for (const v of [...variants].sort((a, b) => b.bandwidth - a.bandwidth)) {
-    const attrs = [`BANDWIDTH=${Math.round(v.bandwidth)}`];
-    if (v.width && v.height) attrs.push(`RESOLUTION=${v.width}x${v.height}`);
-    if (v.codecs && v.codecs.length) attrs.push(`CODECS="${v.codecs.join(",")}"`);
-    if (v.frameRate) attrs.push(`FRAME-RATE=${v.frameRate.toFixed(3)}`);
-    attrs.push(`NAME="${playlistName(v.name)}"`);
-    lines.push(`#EXT-X-STREAM-INF:${attrs.join(",")}`, v.uri);
-  }
-  return lines.join("\n") + "\n";
-}
+// The master playlist is the packager's (src/hls); recordings write one too.
+export { buildMasterPlaylist, playlistName, type Variant } from "../hls";

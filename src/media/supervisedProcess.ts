@@ -23,6 +23,14 @@ export interface SupervisedProcessOptions {
   name: string;
   onStdoutLine?(line: string): void;
   onStderrLine?(line: string): void;
+  /**
+   * Extra output pipes: fd 3, 4, … each handed to `onOutput` with its fd's index (0 for fd 3).
+   * 'close' waits for them to drain, so `ended` comes after their last bytes.
+   */
+  outputPipes?: number;
+  /** Its working directory (an operator's `ls -l /proc/<pid>/cwd` shows whose process it is). */
+  cwd?: string;
+  onOutput?(index: number, chunk: Buffer): void;
   tailLines?: number;
 }
 
@@ -48,8 +56,15 @@ export class SupervisedProcess {
     const max = opts.tailLines ?? 40;
     // Its own process group: a terminal's Ctrl-C reaches onair, which stops its children in
     // order, and a leftover can be killed with everything it started.
-    this.child = spawn(opts.command, opts.args, { stdio: ["ignore", "pipe", "pipe"], detached: true });
+    const extra = Array.from({ length: opts.outputPipes ?? 0 }, () => "pipe" as const);
+    this.child = spawn(opts.command, opts.args, { stdio: ["ignore", "pipe", "pipe", ...extra], detached: true, ...(opts.cwd ? { cwd: opts.cwd } : {}) });
     this.pid = this.child.pid;
+    extra.forEach((_, i) => {
+      const pipe = this.child.stdio[3 + i] as NodeJS.ReadableStream | null;
+      pipe?.on("data", (chunk: Buffer) => opts.onOutput?.(i, chunk));
+      // A reader that fails (EPIPE after a kill) must not throw into the process.
+      pipe?.on("error", () => undefined);
+    });
     readline.createInterface({ input: this.child.stderr! }).on("line", (line) => {
       this.tail.push(line);
       if (this.tail.length > max) this.tail.shift();

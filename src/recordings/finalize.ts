@@ -160,7 +160,10 @@ export function closePlaylists(dir: string, renditions: Rendition[]): RecordedRe
     if (!fs.existsSync(file)) continue;
     const segments = keepDiscontinuities(
       parseMediaPlaylist(fs.readFileSync(file, "utf8")).segments,
-      (s) => isSegmentFileName(s.uri) && fs.existsSync(path.join(folder, s.uri)),
+      (s) =>
+        isSegmentFileName(s.uri) &&
+        fs.existsSync(path.join(folder, s.uri)) &&
+        (s.map === undefined || (isSegmentFileName(s.map) && fs.existsSync(path.join(folder, s.map)))),
     );
     if (segments.length === 0) continue;
     writeAtomically(file, buildVodPlaylist(segments, true));

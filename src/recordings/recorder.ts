@@ -70,11 +70,13 @@ export class Recorder implements LiveSessionObserver {
     try {
       const dir = path.join(rec.dir, String(segment.rendition.index));
       fs.mkdirSync(dir, { recursive: true });
+      // The init first: the playlist never names a segment a player cannot decode.
+      linkOrCopy(segment.map.file, path.join(dir, segment.map.uri));
       linkOrCopy(segment.file, path.join(dir, segment.uri));
       const list = rec.variants.get(segment.rendition.index) ?? [];
       // A later run's segments (a restart, a reconnect) follow a seam: players and the MP4 remux must know.
       const afterRestart = list.length > 0 && rec.lastRun.get(segment.rendition.index) !== segment.run;
-      list.push({ uri: segment.uri, duration: segment.duration, ...(afterRestart ? { discontinuity: true } : {}) });
+      list.push({ uri: segment.uri, duration: segment.duration, map: segment.map.uri, ...(afterRestart ? { discontinuity: true } : {}) });
       rec.variants.set(segment.rendition.index, list);
       rec.lastRun.set(segment.rendition.index, segment.run);
       writeAtomically(path.join(dir, "index.m3u8"), buildVodPlaylist(list, false));

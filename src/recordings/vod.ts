@@ -6,6 +6,8 @@ export interface RecordedSegment {
   duration: number;
   /** The first segment after a pipeline restart: timestamps and encoder state start anew. */
   discontinuity?: boolean;
+  /** Its init segment (EXT-X-MAP), for fragmented MP4. */
+  map?: string;
 }
 
 /**
@@ -22,8 +24,11 @@ export function buildVodPlaylist(segments: RecordedSegment[], ended: boolean): s
     `#EXT-X-PLAYLIST-TYPE:${ended ? "VOD" : "EVENT"}`,
     "#EXT-X-INDEPENDENT-SEGMENTS",
   ];
+  let map: string | undefined;
   for (const s of segments) {
     if (s.discontinuity) lines.push("#EXT-X-DISCONTINUITY");
+    if (s.map && s.map !== map) lines.push(`#EXT-X-MAP:URI="${s.map}"`);
+    map = s.map;
     lines.push(`#EXTINF:${s.duration.toFixed(6)},`, s.uri);
   }
   if (ended) lines.push("#EXT-X-ENDLIST");

@@ -28,6 +28,13 @@ export interface Health {
 
 /** Below this share of real time the viewers' buffer drains. */
 export const SLOW_SPEED = 0.95;
+/**
+ * The longest source keyframe interval that is fine (s): the transcode forces its own
+ * keyframes, but a viewer's first picture after a (re)connect and a passthrough's segments wait
+ * for the source's. 2 s is what OBS and the hosted services ask for; longer segments allow more.
+ */
+export const SOURCE_KEYFRAME_LIMIT_S = 2;
+
 /** The recent ingest rate fell under this share of the publish's average. */
 export const BITRATE_COLLAPSE = 0.2;
 
@@ -44,8 +51,9 @@ export function assessHealth(s: HealthSignals): Health {
     if (s.speed !== undefined && s.speed < SLOW_SPEED) {
       add("slow_transcode", `transcode slower than real time: ${s.speed.toFixed(2)}x (the server is short of CPU for this ladder)`);
     }
-    if (s.keyframeIntervalMs !== undefined && s.keyframeIntervalMs > s.segmentSeconds * 1000 + 100) {
-      add("long_keyframe_interval", `keyframe interval ${(s.keyframeIntervalMs / 1000).toFixed(1)} s is longer than the ${s.segmentSeconds} s segment: set the encoder's keyframe interval to ${s.segmentSeconds} s or less`);
+    const limit = Math.max(SOURCE_KEYFRAME_LIMIT_S, s.segmentSeconds);
+    if (s.keyframeIntervalMs !== undefined && s.keyframeIntervalMs > limit * 1000 + 100) {
+      add("long_keyframe_interval", `keyframe interval ${(s.keyframeIntervalMs / 1000).toFixed(1)} s is longer than ${limit} s: set the encoder's keyframe interval to ${limit} s or less`);
     }
     if (s.ingestRate !== undefined && s.ingestAverage !== undefined && s.ingestAverage > 0 && s.ingestRate < s.ingestAverage * BITRATE_COLLAPSE) {
       add("bitrate_collapse", `ingest bitrate collapsed: ${Math.round((s.ingestRate * 8) / 1000)} kbit/s, ${Math.round((100 * s.ingestRate) / s.ingestAverage)} % of the publish's average`);

@@ -13,6 +13,8 @@ export interface WrittenSegment {
   bytes: number;
   /** Which pipeline run of the session wrote it: 0, then one more after each restart or reconnect. */
   run: number;
+  /** Its init segment (fragmented MP4): the same file for a run's segments. */
+  map: { uri: string; file: string };
 }
 
 /** What other modules (multistream, recordings) need to know about a live session. */

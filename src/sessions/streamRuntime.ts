@@ -4,7 +4,9 @@ import type { SessionRecord, Store, StreamRecord } from "../db";
 import type { EventSink } from "../events";
 import { badName, rejected, type PublisherStats, type Refusal } from "../ingest";
 import type { Logger } from "../log";
-import { endPlaylists, LivePipeline, renditionLadder, type ProcessEnd, type ProcessRegistry } from "../media";
+import { LivePackager, PART_SECONDS, renderMediaPlaylist, type HlsSegment, type LiveHls } from "../hls";
+import { AUDIO_BITRATE, endPlaylists, HlsFiles, writeAtomically, LivePipeline, renditionLadder, type ProcessEnd, type ProcessRegistry } from "../media";
+import type { Rendition } from "../shapes";
 import type { LiveRates } from "../shapes";
 import type { LiveSessionMetrics, Metrics } from "../metrics";
 import type { Health } from "./health";
@@ -22,6 +24,12 @@ export interface StreamRuntimeDeps {
   rtmpInputUrl(alias: string): string;
   segmentSeconds: number;
   listSize: number;
+  /** LL-HLS (parts, blocking reload); false: plain fMP4 HLS. */
+  lowLatency: boolean;
+  /** The ffmpeg's mp4 muxer has `-movflags cmaf` (exact part timing from the first part). */
+  ffmpegCmaf?: boolean;
+  /** Where live sessions' packagers are found by the HLS routes. */
+  liveHls: LiveHls;
   /** Disconnects a publisher, telling it why when there is a refusal. */
   disconnectPublisher(publisherId: string, refusal?: Refusal): void;
   observers: LiveSessionObserver[];
@@ -120,8 +128,9 @@ export class StreamRuntime {
   private runPlayableAt: number | undefined;
   /** Some run made the playlists playable: later runs continue them. */
   private hasMedia = false;
-  /** The last segment sequence number per rendition, for the next run to continue from. */
-  private seqs: number[] | undefined;
+  /** The session's HLS: every run's fragments continue the same playlists. */
+  private readonly packager: LivePackager;
+  private readonly files: HlsFiles;
   /** isActive is true and stream.started raised: a stream.idle is owed. */
   private active = false;
   private ending: { reason: EndReason; detail?: string } | undefined;
@@ -158,6 +167,19 @@ export class StreamRuntime {
       log: this.log,
     };
     this.meters = new LiveMeters(deps.segmentSeconds);
+    this.files = new HlsFiles(this.info.hlsDir);
+    this.packager = new LivePackager({
+      renditions: this.info.renditions,
+      lowLatency: deps.lowLatency,
+      segmentTarget: deps.segmentSeconds,
+      windowSegments: deps.listSize,
+      // Unique per session: a cached URL of an earlier session never names this one's media.
+      uriPrefix: this.session.id.slice(0, 8),
+      audioBitrate: AUDIO_BITRATE,
+      onSegment: (r, segment, retired) => this.segmentComplete(r, segment, retired),
+      warn: (fields, message) => this.log.warn(fields, message),
+    });
+    deps.liveHls.set(this.info.playbackId, this.packager);
     this.newPublisher(publisherId);
   }
 
@@ -250,6 +272,8 @@ export class StreamRuntime {
   /** Ends the session now: the publisher is disconnected and the pipeline stopped. */
   async stop(reason: EndReason, detail?: string): Promise<void> {
     if (!this.ending) this.ending = { reason, detail };
+    // Suspended or deleted: not one more playlist or part from memory while the run stops.
+    if (reason === "suspended" || reason === "deleted") this.deps.liveHls.delete(this.info.playbackId, this.packager);
     clearTimeout(this.windowTimer);
     this.windowTimer = undefined;
     const publisherId = this.publisherId;
@@ -295,34 +319,31 @@ export class StreamRuntime {
 
   private startRun(): void {
     if (this.ending || this.finished) return;
-    const resumeFrom = this.hasMedia ? this.seqs : undefined;
     const run = this.runs++;
     this.runPlayableAt = undefined;
     this.meters.newRun();
+    if (run === 0) {
+      try {
+        this.files.reset(this.info.renditions);
+      } catch (err) {
+        return this.fault(err);
+      }
+    }
     const pipeline: LivePipeline = new LivePipeline({
       ffmpegPath: this.deps.ffmpegPath,
       inputUrl: this.info.sourceUrl,
-      outDir: this.info.hlsDir,
       renditions: this.info.renditions,
       segmentSeconds: this.deps.segmentSeconds,
-      listSize: this.deps.listSize,
-      // A later run writes new names: cached segments of an earlier one stay valid.
-      segmentPrefix: this.session.id.slice(0, 8) + (run > 0 ? `r${run}` : ""),
+      ...(this.deps.lowLatency ? { fragmentMicros: PART_SECONDS * 1e6 } : {}),
+      cmaf: this.deps.ffmpegCmaf !== false,
+      packager: this.packager,
+      workDir: this.info.hlsDir,
       log: this.log,
       registry: this.deps.registry,
       onPlayable: () => this.playable(pipeline),
       onOutputTime: (seconds) => this.outputTime(pipeline, seconds),
-      onProgress: (delta) => {
-        this.metrics?.progress(delta.sourceSegmentsDuration);
-        this.meters.segmentsWritten(delta.sourceBytes + delta.transcodedBytes);
-        this.write("segment counters", () => this.deps.store.sessions.addProgress(this.session.id, delta));
-      },
-      onSegment: (segment) => {
-        for (const o of this.deps.observers) this.tell(o, "segmentWritten", () => o.segmentWritten?.(this.info, { ...segment, run }));
-      },
       onEnded: (end) => this.pipelineEnded(pipeline, end),
       onFault: (err) => this.fault(err),
-      resumeFrom,
     });
     this.pipeline = pipeline;
     try {
@@ -351,8 +372,6 @@ export class StreamRuntime {
    * without one, the session waits for its window; when the session ends, it is finished.
    */
   private pipelineEnded(p: LivePipeline, end: ProcessEnd): void {
-    // Runs never overlap: the last to end, superseded or not, left the newest segments.
-    this.seqs = p.lastSeqs;
     if (p !== this.pipeline) return; // a run already superseded (a reconnect): the next one is on its way
     this.pipeline = undefined;
     this.lastEnd = end;
@@ -378,6 +397,12 @@ export class StreamRuntime {
 
   private playable(p: LivePipeline): void {
     if (p !== this.pipeline || this.ending || this.publisherId === undefined) return;
+    // The master on disk: for the recording's copy and for players once the session has ended.
+    try {
+      writeAtomically(path.join(this.info.hlsDir, "index.m3u8"), this.packager.master()!);
+    } catch (err) {
+      return this.fault(err);
+    }
     this.hasMedia = true;
     this.runPlayableAt = Date.now();
     if (this.active) return; // a restart under a live publisher: the stream never stopped being live
@@ -412,6 +437,37 @@ export class StreamRuntime {
     this.active = false;
     this.metrics?.idle();
     for (const o of this.deps.observers) this.tell(o, "sourceLost", () => o.sourceLost?.(this.info));
+  }
+
+  /**
+   * A rendition's segment is complete: on disk (segment, init, then the plain playlist naming
+   * it) for recordings and pushes, counted, and told to observers.
+   */
+  private segmentComplete(r: Rendition, segment: HlsSegment, retired: HlsSegment[]): void {
+    const track = this.packager.tracks[r.index]!;
+    const playlist = renderMediaPlaylist(track, { targetDuration: this.packager.targetDuration });
+    let stored;
+    try {
+      stored = this.files.write(r, segment, retired, playlist);
+    } catch (err) {
+      return this.fault(err);
+    }
+    const bytes = segment.size;
+    // The first rendition stands for the source: one source segment per segment period.
+    const source = r.index === 0;
+    const delta = {
+      sourceSegments: source ? 1 : 0,
+      sourceSegmentsDuration: source ? segment.duration : 0,
+      sourceBytes: source && !r.encode ? bytes : 0,
+      transcodedSegments: r.encode ? 1 : 0,
+      transcodedSegmentsDuration: r.encode ? segment.duration : 0,
+      transcodedBytes: r.encode ? bytes : 0,
+    };
+    this.metrics?.progress(delta.sourceSegmentsDuration);
+    this.meters.segmentsWritten(bytes);
+    this.write("segment counters", () => this.deps.store.sessions.addProgress(this.session.id, delta));
+    const written = { rendition: r, file: stored.file, uri: segment.uri, duration: segment.duration, seq: segment.msn, bytes, run: this.runs - 1, map: stored.map };
+    for (const o of this.deps.observers) this.tell(o, "segmentWritten", () => o.segmentWritten?.(this.info, written));
   }
 
   /** ffmpeg's output clock against the publisher's: the transcode's speed. */
@@ -507,6 +563,9 @@ export class StreamRuntime {
     const end = this.ending ?? { reason: "publisher left" as const };
     const { reason } = end;
     this.metrics?.ended(reason);
+    // Players waiting on a live playlist get its end; the routes fall back to the disk's copy.
+    this.packager.end();
+    this.deps.liveHls.delete(this.info.playbackId, this.packager);
     try {
       // The playlists end (players stop treating them as live); a session that never played leaves nothing.
       if (this.hasMedia) endPlaylists(this.info.hlsDir);

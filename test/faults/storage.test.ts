@@ -154,19 +154,22 @@ describe("storage faults", () => {
       const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 14 });
       await waitFor("11 segments written", async () => (await api("GET", `/stream/${s.id}`)).body.sourceSegments >= 11, 25_000);
       const dir = path.join(t.dataDir, "hls", s.playbackId, "0");
-      const onDisk = fs.readdirSync(dir).filter((f) => f.endsWith(".ts"));
-      // The 3 listed, the 4 that left it (RFC 8216 §6.2.2: 3 s of playlist + 1 s) and the one
-      // being written.
-      expect(onDisk.length).toBeLessThanOrEqual(8);
-      const listed = fs.readFileSync(path.join(dir, "index.m3u8"), "utf8").split("\n").filter((l) => l.endsWith(".ts"));
+      const segment = /_(\d+)\.m4s$/;
+      const onDisk = fs.readdirSync(dir).filter((f) => segment.test(f));
+      // The 3 listed and the 4 that left it (RFC 8216 §6.2.2: 3 s of playlist + 1 s).
+      expect(onDisk.length).toBeLessThanOrEqual(7);
+      const listed = fs.readFileSync(path.join(dir, "index.m3u8"), "utf8").split("\n").filter((l) => segment.test(l) && !l.startsWith("#"));
       expect(listed).toHaveLength(3);
       for (const f of listed) expect(onDisk).toContain(f);
-      const nth = (n: number) => listed[0]!.replace(/\d+(?=\.ts$)/, (d) => String(n).padStart(d.length, "0"));
-      const firstListed = Number(/(\d+)\.ts$/.exec(listed[0]!)![1]);
-      // The segment that just left the playlist is still served; the first one is gone.
-      const left = await fetch(`${t.server.publicUrl}/hls/${s.playbackId}/0/${nth(firstListed - 1)}`);
-      expect(left.status).toBe(200);
-      expect(onDisk).not.toContain(nth(0));
+      const nth = (n: number) => listed[0]!.replace(segment, `_${n}.m4s`);
+      const firstListed = Number(segment.exec(listed[0]!)![1]);
+      // The segments that just left the playlist are still served (from memory and from disk);
+      // the first one is gone.
+      for (const n of [firstListed - 1, firstListed - 4]) {
+        expect([n, (await fetch(`${t.server.publicUrl}/hls/${s.playbackId}/0/${nth(n)}`)).status]).toEqual([n, 200]);
+        expect(onDisk).toContain(nth(n));
+      }
+      expect(onDisk).not.toContain(nth(1));
       await push.exited;
     } finally {
       await w.stop();

@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
 
 export const FFMPEG = process.env.FFMPEG_PATH || "ffmpeg";
 export const FFPROBE = process.env.FFPROBE_PATH || "ffprobe";
@@ -71,11 +72,23 @@ export function probe(target: string): Promise<{ streams: ProbedStream[]; durati
   });
 }
 
-/** PIDs of ffmpeg processes whose command line mentions `needle` (e.g. a data dir). */
+/**
+ * PIDs of ffmpeg processes whose command line or working directory mentions `needle` (e.g. a
+ * data dir: a live pipeline runs in its session's media folder and names no file itself).
+ */
 export function ffmpegPidsMentioning(needle: string): number[] {
   const res = spawnSync("ps", ["-eo", "pid=,args="], { encoding: "utf8" });
+  const cwd = (pid: number) => {
+    try {
+      return fs.readlinkSync(`/proc/${pid}/cwd`);
+    } catch {
+      return "";
+    }
+  };
   return res.stdout
     .split("\n")
-    .filter((l) => l.includes("ffmpeg") && l.includes(needle))
-    .map((l) => Number(l.trim().split(/\s+/)[0]));
+    .filter((l) => l.includes("ffmpeg"))
+    .map((l) => ({ pid: Number(l.trim().split(/\s+/)[0]), line: l }))
+    .filter(({ pid, line }) => line.includes(needle) || cwd(pid).includes(needle))
+    .map(({ pid }) => pid);
 }

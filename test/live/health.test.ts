@@ -44,7 +44,7 @@ describe("stream health", () => {
       return x.isActive && x.issues?.length === 2 ? x : undefined;
     }, 20_000);
     expect(unhealthy.isHealthy).toBe(false);
-    expect(unhealthy.issues[0]).toMatch(/^keyframe interval 5\.0 s is longer than the 2 s segment/);
+    expect(unhealthy.issues[0]).toMatch(/^keyframe interval 5\.0 s is longer than 2 s/);
     expect(unhealthy.issues[1]).toBe("no audio: the publisher sends video only");
     expect(await issueGauge("no_audio")).toBe(1);
     expect(await issueGauge("long_keyframe_interval")).toBe(1);

@@ -61,7 +61,7 @@ describe("RTMP ingest", () => {
     }
     for (const i of [0, 1]) {
       const playlist = await (await fetch(hls(s.playbackId, `${i}/index.m3u8`))).text();
-      const first = playlist.split("\n").find((l) => l.endsWith(".ts"))!;
+      const first = playlist.split("\n").find((l) => l.endsWith(".m4s") && !l.startsWith("#"))!;
       expect((await fetch(hls(s.playbackId, `${i}/${first}`))).status).toBe(200);
     }
     expect((await api("GET", `/playback/${s.playbackId}`)).body.meta.live).toBe(1);

@@ -1,4 +1,5 @@
-import { probe, pushTestStream, waitFor } from "../helpers/media";
+import { ffmpegHasCmaf } from "../../src/media";
+import { FFMPEG, probe, pushTestStream, waitFor } from "../helpers/media";
 import { apiClient, startTestServer } from "../helpers/server";
 
 // The npm-shipped ffmpeg (@ffmpeg-installer/ffmpeg, a 2018 static build) is the last resort of
@@ -6,6 +7,11 @@ import { apiClient, startTestServer } from "../helpers/server";
 const shipped = (require("@ffmpeg-installer/ffmpeg") as { path: string }).path;
 
 describe("the npm-shipped ffmpeg", () => {
+  it("has no -movflags cmaf (older than 4.3), which Debian's has: the pipeline asks only for what is there", () => {
+    expect(ffmpegHasCmaf(shipped)).toBe(false);
+    expect(ffmpegHasCmaf(FFMPEG)).toBe(true);
+  });
+
   it("runs a short ladder", async () => {
     const t = await startTestServer({ HLS_SEGMENT_SECONDS: "1", FFMPEG_PATH: shipped });
     try {

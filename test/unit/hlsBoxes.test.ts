@@ -1,9 +1,9 @@
-import { spawn, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { Readable } from "node:stream";
 import { aacObjectType, Fmp4Error, Fmp4Splitter, parseFragment, parseInit, type Fmp4Piece } from "../../src/hls";
+import { fmp4FromPipes } from "../helpers/fmp4";
 
 // The fragmented-MP4 reader of the packager: the splitter on hand-made boxes, then on what the
 // real (Debian) ffmpeg writes to a pipe, checked against ffprobe.
@@ -109,26 +109,7 @@ describe("what ffmpeg writes to a pipe", () => {
         `pipe:${fd}`,
       );
     }
-    const child = spawn("ffmpeg", args, { stdio: ["ignore", "ignore", "pipe", "pipe", "pipe"] });
-    let stderr = "";
-    child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
-    const read = (stream: Readable) =>
-      new Promise<Fmp4Piece[]>((resolve, reject) => {
-        const splitter = new Fmp4Splitter();
-        const pieces: Fmp4Piece[] = [];
-        stream.on("data", (c: Buffer) => {
-          try {
-            pieces.push(...splitter.push(c));
-          } catch (err) {
-            reject(err);
-          }
-        });
-        stream.on("end", () => resolve(pieces));
-      });
-    const outputs = Promise.all([read(child.stdio[3] as Readable), read(child.stdio[4] as Readable)]);
-    const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
-    if (code !== 0) throw new Error(`ffmpeg exited ${code}: ${stderr}`);
-    return outputs;
+    return (await fmp4FromPipes(args, 2)) as [Fmp4Piece[], Fmp4Piece[]];
   }
 
   let renditions: [Fmp4Piece[], Fmp4Piece[]];

@@ -1,0 +1,36 @@
+// The master (multivariant) playlist: every rendition with what a player picks it by. Pure.
+
+export interface Variant {
+  uri: string;
+  /** bits per second: the peak segment bitrate */
+  bandwidth: number;
+  /** bits per second: the average over the segments so far */
+  averageBandwidth?: number;
+  width?: number;
+  height?: number;
+  codecs?: string[];
+  frameRate?: number;
+  name: string;
+}
+
+/**
+ * A NAME attribute's value: a quoted string may hold neither `"` nor a line break (RFC 8216
+ * 4.2), so anything outside the profile-name alphabet becomes `_` (names stored before that
+ * alphabet was enforced included).
+ */
+export const playlistName = (name: string) => name.replace(/[^A-Za-z0-9 _.-]/g, "_").slice(0, 64) || "_";
+
+/** The master playlist listing every rendition, highest bandwidth first. */
+export function buildMasterPlaylist(variants: Variant[]): string {
+  const lines = ["#EXTM3U", "#EXT-X-VERSION:6", "#EXT-X-INDEPENDENT-SEGMENTS"];
+  for (const v of [...variants].sort((a, b) => b.bandwidth - a.bandwidth)) {
+    const attrs = [`BANDWIDTH=${Math.round(v.bandwidth)}`];
+    if (v.averageBandwidth) attrs.push(`AVERAGE-BANDWIDTH=${Math.round(v.averageBandwidth)}`);
+    if (v.width && v.height) attrs.push(`RESOLUTION=${v.width}x${v.height}`);
+    if (v.codecs && v.codecs.length) attrs.push(`CODECS="${v.codecs.join(",")}"`);
+    if (v.frameRate) attrs.push(`FRAME-RATE=${v.frameRate.toFixed(3)}`);
+    attrs.push(`NAME="${playlistName(v.name)}"`);
+    lines.push(`#EXT-X-STREAM-INF:${attrs.join(",")}`, v.uri);
+  }
+  return lines.join("\n") + "\n";
+}

@@ -1,0 +1,291 @@
+import { parseFragment, parseInit, type InitTrack } from "./boxes";
+
+// One rendition's live HLS state: the fragments ffmpeg writes become parts, parts become
+// segments, and the window of segments a playlist lists is kept here, in memory. Pure: bytes
+// and a clock in, state out; the packager serves it and writes it to storage.
+
+export interface TrackOptions {
+  /** A segment closes at the first independent part once it is this long (seconds). */
+  segmentTarget: number;
+  /**
+   * EXT-X-TARGETDURATION, constant for the session (RFC 8216 §4.3.3.1): a segment that would
+   * grow past it closes at a part boundary even without a keyframe (a passthrough source with
+   * long GOPs).
+   */
+  targetDuration: number;
+  /** Complete segments a playlist lists. */
+  windowSegments: number;
+  /**
+   * Keyframes come every segmentTarget exactly (an encoded rendition's fixed GOP): a segment
+   * closes with the part that fills it, not one part later when the next keyframe arrives.
+   */
+  fixedGop?: boolean;
+  /** Names are `<prefix>_<msn>.m4s`, `<prefix>_p<id>.m4s`, `<prefix>_init<n>.mp4`: unique per session. */
+  uriPrefix: string;
+}
+
+/** The time the run's media timeline starts at, in wall-clock ms: one per run, shared by the session's renditions. */
+export interface RunClock {
+  originMs?: number;
+}
+
+export interface HlsMap {
+  id: number;
+  uri: string;
+  bytes: Buffer;
+  tracks: InitTrack[];
+  /** RFC 6381 codec strings of its tracks, video first. */
+  codecs: string[];
+}
+
+export interface HlsPart {
+  /** Global within the track (survives segment and run boundaries, so a hinted URI stays valid). */
+  id: number;
+  uri: string;
+  msn: number;
+  /** Its index within its segment. */
+  index: number;
+  /** seconds */
+  duration: number;
+  /** It starts with a keyframe: a player can start or switch here. */
+  independent: boolean;
+  bytes: Buffer;
+}
+
+export interface HlsSegment {
+  msn: number;
+  uri: string;
+  parts: HlsPart[];
+  /** seconds */
+  duration: number;
+  /** Wall-clock ms of its first sample (EXT-X-PROGRAM-DATE-TIME). */
+  programDateTime: number;
+  /** The first segment of a new run (a restart or a reconnect): timestamps start anew. */
+  discontinuity: boolean;
+  map: HlsMap;
+  /** The parts' bytes, concatenated once the segment is complete (a CMAF segment of chunks). */
+  bytes: Buffer | undefined;
+  size: number;
+}
+
+/** What one fragment did. */
+export interface FragmentResult {
+  part: HlsPart;
+  /** The segment it closed (a new one starts with this part). */
+  closed?: HlsSegment;
+  /** Segments that left the grace list: storage may delete them now. */
+  retired: HlsSegment[];
+}
+
+export class TrackError extends Error {
+  override readonly name = "TrackError";
+}
+
+/** Seconds, kept in the timescale's integer ticks to add up without drift. */
+const ticksToSeconds = (ticks: number, timescale: number) => ticks / timescale;
+
+export class RenditionTrack {
+  /** Complete segments still served: the listed window, then the grace list before it. */
+  private readonly complete: HlsSegment[] = [];
+  private open: HlsSegment | undefined;
+  private map: HlsMap | undefined;
+  private clock: RunClock = {};
+  private nextMsn = 1;
+  private nextPartId = 0;
+  private nextMapId = 0;
+  private runHasMedia = false;
+  private hadMedia = false;
+  /** Discontinuities among segments that left the listed window. */
+  private droppedDiscontinuities = 0;
+  private peakBitsPerSecond = 0;
+  private totalBits = 0;
+  private totalSeconds = 0;
+  private isEnded = false;
+
+  constructor(readonly o: TrackOptions) {}
+
+  /** A new init segment: the start of a run of the encoder (the first, a restart, a reconnect). */
+  newInit(bytes: Buffer, clock: RunClock): HlsMap {
+    this.closeOpen();
+    const tracks = parseInit(bytes);
+    if (tracks.length === 0) throw new TrackError("an init segment with no tracks");
+    const video = tracks.filter((t) => t.handler === "vide");
+    const id = this.nextMapId++;
+    this.map = {
+      id,
+      uri: `${this.o.uriPrefix}_init${id}.mp4`,
+      bytes,
+      tracks,
+      codecs: [...video, ...tracks.filter((t) => t.handler !== "vide")].map((t) => t.codec).filter((c) => c !== ""),
+    };
+    this.clock = clock;
+    this.runHasMedia = false;
+    this.isEnded = false;
+    return this.map;
+  }
+
+  /** A fragment (moof + mdat) of the current run: one part. */
+  addFragment(bytes: Buffer, nowMs: number): FragmentResult {
+    const map = this.map;
+    if (!map) throw new TrackError("a fragment before any init segment");
+    const info = parseFragment(bytes, map.tracks);
+    const leadInit = map.tracks.find((t) => t.handler === "vide") ?? map.tracks[0]!;
+    const lead = info.tracks.find((t) => t.id === leadInit.id);
+    if (!lead || lead.sampleCount === 0) throw new TrackError(`a fragment without samples of track ${leadInit.id}`);
+    const start = ticksToSeconds(lead.baseDecodeTime, leadInit.timescale);
+    const duration = ticksToSeconds(lead.duration, leadInit.timescale);
+    // The part has just been written: its end is now. The run's timeline maps to the wall
+    // clock from its first part on (ffmpeg's own wall-clock stamps come late).
+    if (this.clock.originMs === undefined) this.clock.originMs = nowMs - (start + duration) * 1000;
+    const independent = lead.startsWithSync;
+
+    let closed: HlsSegment | undefined;
+    const open = this.open;
+    if (open) {
+      const keyframeCut = independent && open.duration >= this.o.segmentTarget * 0.9;
+      const forcedCut = open.duration + duration > this.o.targetDuration + 1e-6;
+      if (keyframeCut || forcedCut) closed = this.closeOpen();
+    }
+    let segment = this.open;
+    if (!segment) {
+      const msn = this.nextMsn++;
+      segment = {
+        msn,
+        uri: `${this.o.uriPrefix}_${msn}.m4s`,
+        parts: [],
+        duration: 0,
+        programDateTime: this.clock.originMs + start * 1000,
+        discontinuity: this.hadMedia && !this.runHasMedia,
+        map,
+        bytes: undefined,
+        size: 0,
+      };
+      this.open = segment;
+    }
+    this.runHasMedia = true;
+    this.hadMedia = true;
+    const id = this.nextPartId++;
+    const part: HlsPart = { id, uri: this.partUri(id), msn: segment.msn, index: segment.parts.length, duration, independent, bytes };
+    segment.parts.push(part);
+    segment.duration += duration;
+    segment.size += bytes.length;
+    if (!closed && this.o.fixedGop && segment.duration >= this.o.segmentTarget - 1e-3) closed = this.closeOpen();
+    return { part, ...(closed ? { closed } : {}), retired: closed ? this.retire() : [] };
+  }
+
+  /** The run ended (its encoder stopped): the open segment closes, short as it may be. */
+  endRun(): { closed?: HlsSegment; retired: HlsSegment[] } {
+    const closed = this.closeOpen();
+    return closed ? { closed, retired: this.retire() } : { retired: [] };
+  }
+
+  /** The session ended: the playlist gets its ENDLIST. */
+  end(): { closed?: HlsSegment; retired: HlsSegment[] } {
+    const r = this.endRun();
+    this.isEnded = true;
+    return r;
+  }
+
+  get ended(): boolean {
+    return this.isEnded;
+  }
+
+  /** The segments a playlist lists, oldest first. */
+  get listed(): HlsSegment[] {
+    return this.complete.slice(-this.o.windowSegments);
+  }
+
+  /** The segment being written (its parts so far), if any. */
+  get openSegment(): HlsSegment | undefined {
+    return this.open;
+  }
+
+  /** The MSN the next part goes to, and that part's id (the preload hint). */
+  get next(): { msn: number; partId: number; partUri: string } {
+    const msn = this.open ? this.open.msn : this.nextMsn;
+    return { msn, partId: this.nextPartId, partUri: this.partUri(this.nextPartId) };
+  }
+
+  get mediaSequence(): number {
+    return this.listed[0]?.msn ?? this.open?.msn ?? this.nextMsn;
+  }
+
+  get discontinuitySequence(): number {
+    return this.droppedDiscontinuities;
+  }
+
+  get currentMap(): HlsMap | undefined {
+    return this.map;
+  }
+
+  /** The last complete segment's MSN (0 before any). */
+  get lastCompleteMsn(): number {
+    return this.complete[this.complete.length - 1]?.msn ?? 0;
+  }
+
+  /** Bits per second: the peak over complete segments, and the average over the run of the session. */
+  get bandwidth(): { peak: number; average: number } {
+    return { peak: this.peakBitsPerSecond, average: this.totalSeconds > 0 ? this.totalBits / this.totalSeconds : 0 };
+  }
+
+  segment(msn: number): HlsSegment | undefined {
+    return this.complete.find((s) => s.msn === msn);
+  }
+
+  /** A part of a segment still served (listed, in grace or open). */
+  part(id: number): HlsPart | undefined {
+    const open = this.open?.parts.find((x) => x.id === id);
+    if (open) return open;
+    for (let i = this.complete.length - 1; i >= 0; i--) {
+      const s = this.complete[i]!;
+      if (s.parts.length === 0 || s.parts[0]!.id > id) continue;
+      return s.parts.find((x) => x.id === id);
+    }
+    return undefined;
+  }
+
+  /** An init segment still referenced by a served segment (or the current one). */
+  mapById(id: number): HlsMap | undefined {
+    if (this.map?.id === id) return this.map;
+    return this.complete.find((s) => s.map.id === id)?.map;
+  }
+
+  private partUri(id: number): string {
+    return `${this.o.uriPrefix}_p${id}.m4s`;
+  }
+
+  private closeOpen(): HlsSegment | undefined {
+    const s = this.open;
+    this.open = undefined;
+    if (!s || s.parts.length === 0) return undefined;
+    const bytes = Buffer.concat(s.parts.map((p) => p.bytes));
+    // The parts become views of the segment: the window holds each byte once.
+    let at = 0;
+    for (const p of s.parts) {
+      const n = p.bytes.length;
+      p.bytes = bytes.subarray(at, at + n);
+      at += n;
+    }
+    s.bytes = bytes;
+    this.complete.push(s);
+    if (s.duration > 0) {
+      const bits = bytes.length * 8;
+      this.peakBitsPerSecond = Math.max(this.peakBitsPerSecond, bits / s.duration);
+      this.totalBits += bits;
+      this.totalSeconds += s.duration;
+    }
+    // A segment leaving the listed window takes its discontinuity with it.
+    const leaving = this.complete[this.complete.length - 1 - this.o.windowSegments];
+    if (leaving?.discontinuity) this.droppedDiscontinuities++;
+    return s;
+  }
+
+  /**
+   * RFC 8216 §6.2.2: a segment that left the playlist stays available for its duration plus
+   * the playlist's; the grace list is one window plus a segment long.
+   */
+  private retire(): HlsSegment[] {
+    const keep = this.o.windowSegments * 2 + 1;
+    return this.complete.length > keep ? this.complete.splice(0, this.complete.length - keep) : [];
+  }
+}
