@@ -4,6 +4,15 @@
 "use strict";
 (function () {
   var POLL_MS = 2000;
+  // Low-latency catch-up (hls.js's own does not engage below 1 s of buffer, where LL-HLS
+  // plays): a little faster while behind the target, normal speed once back.
+  var CATCH_UP_EVERY_MS = 100;
+  var CATCH_UP_RATE = 1.12;
+  var BEHIND_S = 0.1;
+  var CAUGHT_UP_S = 0.03;
+  // A stall moves hls.js's target back by liveSyncOnStallIncrease; after this long playing
+  // again, the target returns to the playlist's own (PART-HOLD-BACK).
+  var TARGET_RESET_MS = 5000;
   // After the stream ends, the last segments already fetched still play out; this caps the
   // wait for the video's "ended" when the player stalls instead.
   var ENDING_GRACE_MS = 15000;
@@ -20,6 +29,11 @@
   var hls = null;
   var native = false;
   var endingTimer = null;
+  var catchUpTimer = null;
+  var targetResetTimer = null;
+  // What tests and the latency bench read: the player, its stalls.
+  var stats = { stalls: 0 };
+  window.onairPlayer = stats;
 
   function setState(state) {
     root.dataset.state = state;
@@ -70,9 +84,21 @@
     }
   }
 
+  function catchUp() {
+    if (!hls || video.paused || hls.latency === undefined || hls.targetLatency === undefined) return;
+    var behind = hls.latency - hls.targetLatency;
+    if (behind > BEHIND_S && video.playbackRate !== CATCH_UP_RATE) video.playbackRate = CATCH_UP_RATE;
+    else if (behind < CAUGHT_UP_S && video.playbackRate !== 1) video.playbackRate = 1;
+  }
+
   function teardown() {
     if (endingTimer) clearTimeout(endingTimer);
     endingTimer = null;
+    if (catchUpTimer) clearInterval(catchUpTimer);
+    catchUpTimer = null;
+    if (targetResetTimer) clearTimeout(targetResetTimer);
+    targetResetTimer = null;
+    video.playbackRate = 1;
     if (hls) hls.destroy();
     hls = null;
     if (native) {
@@ -90,13 +116,31 @@
 
   function load() {
     if (window.Hls && window.Hls.isSupported()) {
-      hls = new window.Hls({ lowLatencyMode: false });
+      var live = kind === "live";
+      // Live: LL-HLS, sitting PART-HOLD-BACK behind the edge; a stall costs 0.1 s of target,
+      // not hls.js's default 1 s for good.
+      hls = new window.Hls(live ? { lowLatencyMode: true, liveSyncOnStallIncrease: 0.1, backBufferLength: 4 } : { lowLatencyMode: false });
+      stats.hls = hls;
       var media = 0;
+      var baseTarget;
+      if (live) catchUpTimer = setInterval(catchUp, CATCH_UP_EVERY_MS);
+      hls.on(window.Hls.Events.LEVEL_UPDATED, function () {
+        if (baseTarget === undefined && hls.targetLatency) baseTarget = hls.targetLatency;
+      });
       hls.on(window.Hls.Events.MANIFEST_PARSED, function (_event, data) {
         fillQuality(data.levels);
         play();
       });
       hls.on(window.Hls.Events.ERROR, function (_event, data) {
+        if (data.details === window.Hls.ErrorDetails.BUFFER_STALLED_ERROR) {
+          stats.stalls++;
+          if (targetResetTimer) clearTimeout(targetResetTimer);
+          targetResetTimer = setTimeout(function () {
+            targetResetTimer = null;
+            // The setter also clears hls.js's stall count.
+            if (hls && baseTarget !== undefined) hls.targetLatency = baseTarget;
+          }, TARGET_RESET_MS);
+        }
         if (!data.fatal) return;
         // A decode hiccup is recoverable once or twice; anything else starts over (live: the
         // next poll reloads if the stream is still on).
