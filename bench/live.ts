@@ -42,7 +42,7 @@
 // the same polling with no server work, so their Node CPU is the floor to subtract.
 //
 // Settings (environment): BENCH_RUNS (default 3) time-to-live runs per kind, BENCH_MAX_STREAMS
-// (default 4), BENCH_WINDOW in seconds (default 20), BENCH_SEGMENT_SECONDS (default 2),
+// (default 4), BENCH_WINDOW in seconds (default 20), BENCH_SEGMENT_SECONDS (default 1, the LL-HLS default),
 // BENCH_REALTIME_MIN (default 0.97); FFMPEG_PATH as for the server. Quick run: BENCH_WINDOW=8 BENCH_MAX_STREAMS=2 BENCH_RUNS=1.
 
 import fs from "node:fs";
@@ -51,8 +51,10 @@ import path from "node:path";
 import { loadConfig, type Config } from "../src/config";
 import { createLogger } from "../src/log";
 import { loadLadder, renditionLadder } from "../src/media/ladder";
-import { buildLiveArgs, variantDir, variantPlaylist } from "../src/media/liveArgs";
+import { buildLiveArgs, renditionFd } from "../src/media/liveArgs";
+import { variantDir, variantPlaylist } from "../src/media/hlsFiles";
 import { AUDIO_BITRATE } from "../src/media/livePipeline";
+import { PART_SECONDS } from "../src/hls";
 import { parseMediaPlaylist } from "../src/media/playlists";
 import { startServer, type RunningServer } from "../src/server";
 import type { Profile, Rendition } from "../src/shapes";
@@ -90,7 +92,7 @@ function fractionFromEnv(name: string, fallback: number): number {
 }
 
 function readSettings(): Settings {
-  const segmentSeconds = positiveIntFromEnv("BENCH_SEGMENT_SECONDS", 2);
+  const segmentSeconds = positiveIntFromEnv("BENCH_SEGMENT_SECONDS", 1);
   // The server accepts 1-10 s (HLS_SEGMENT_SECONDS); say so here rather than as a config error.
   if (segmentSeconds > 10) throw new Error(`BENCH_SEGMENT_SECONDS must be 1-10, got ${segmentSeconds}`);
   return {
@@ -115,25 +117,41 @@ function pushClip(ffmpeg: string, clip: string, url: string, name: string): Chil
 }
 
 /**
- * The pipeline's own arguments with only the input changed: the clip paced by `-re`, in place
- * of the local RTMP pull (and its network-only `-rw_timeout`).
+ * The pipeline's own arguments with only the input and the outputs changed: the clip paced by
+ * `-re` in place of the local RTMP pull (and its network-only `-rw_timeout`), and each
+ * rendition's fragmented MP4 pipe replaced by ffmpeg's own fMP4 HLS muxer into `outDir`, so the
+ * baseline is the same encode with ffmpeg doing the packaging onair does in Node.
  */
 function bareArgs(clip: string, outDir: string, renditions: Rendition[], config: Config, prefix: string): string[] {
   const marker = "rtmp://bench.invalid/live/input";
   const args = buildLiveArgs({
     inputUrl: marker,
-    outDir,
     renditions,
     segmentSeconds: config.hlsSegmentSeconds,
-    listSize: config.hlsListSize,
-    segmentPrefix: prefix,
+    ...(config.hlsLowLatency ? { fragmentMicros: PART_SECONDS * 1e6 } : {}),
     audioBitrate: AUDIO_BITRATE,
   });
   const at = args.indexOf(marker);
   if (at < 1 || args[at - 1] !== "-i") throw new Error("buildLiveArgs no longer has a single `-i <input>`: update bareArgs in bench/live.ts");
   let from = at - 1;
   if (args[from - 2] === "-rw_timeout") from -= 2;
-  return [...args.slice(0, from), "-re", "-stream_loop", "-1", "-i", clip, ...args.slice(at + 1)];
+  const out = [...args.slice(0, from), "-re", "-stream_loop", "-1", "-i", clip];
+  let i = at + 1;
+  for (const r of renditions) {
+    const muxer = args.indexOf("-f", i);
+    const pipe = args.indexOf(`pipe:${renditionFd(r)}`, i);
+    if (muxer < 0 || pipe < muxer || args[muxer + 1] !== "mp4") throw new Error("buildLiveArgs no longer ends each rendition with `-f mp4 … pipe:N`: update bareArgs in bench/live.ts");
+    const dir = variantDir(outDir, r);
+    out.push(
+      ...args.slice(i, muxer),
+      "-f", "hls", "-hls_time", String(config.hlsSegmentSeconds), "-hls_list_size", String(config.hlsListSize),
+      "-hls_segment_type", "fmp4", "-hls_fmp4_init_filename", `${prefix}_init.mp4`,
+      "-hls_flags", "delete_segments+independent_segments+temp_file",
+      "-hls_segment_filename", path.join(dir, `${prefix}_%05d.m4s`), variantPlaylist(outDir, r),
+    );
+    i = pipe + 1;
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ export interface ReaderLog {
 export const newReaderLog = (): ReaderLog => ({ stallStarts: [], playlistLatencies: [], segmentLatencies: [] });
 
 const targetDurationOf = (text: string) => Number(/^#EXT-X-TARGETDURATION:(\d+(?:\.\d+)?)/m.exec(text)?.[1]) || undefined;
-const epochOf = (uri: string) => uri.replace(/_?\d+\.ts$/, "");
+const epochOf = (uri: string) => uri.replace(/_?\d+\.(ts|m4s)$/, "");
 
 /** What one look at a stream's playlist adds to its record of arrivals (shared by its readers). */
 function noteListing(s: SoakStream, segs: { uri: string; seq: number; duration: number }[], at: number): void {
