@@ -22,6 +22,12 @@ const nmsLogger = require("node-media-server/src/node_core_logger") as { setLogT
 
 interface NmsSession {
   id: string;
+  /** A publisher's players (session ids). */
+  players?: Set<string>;
+  /** A player's output and its count of messages written since it was corked. */
+  res?: { uncork(): void };
+  numPlayCache?: number;
+  onSocketData(data: Buffer): void;
   ip: string;
   isLocal: boolean;
   socket: net.Socket;
@@ -50,6 +56,26 @@ nmsLogger.setLogType(0);
 const NMS_CONFIG = { rtmp: { chunk_size: 60000, gop_cache: true, ping: 30, ping_timeout: 60 } };
 
 export const INGEST_APP = "live";
+
+/**
+ * node-media-server corks each player's socket and uncorks it only every 10 messages: with
+ * video alone that holds a third of a second of media back, in bursts, from every reader (the
+ * pipeline among them, where it comes out as late, bunched LL-HLS parts). Whatever a
+ * publisher's socket read brought is sent on to the players as soon as it is handled.
+ */
+function relayAtOnce(session: NmsSession): void {
+  const handle = session.onSocketData;
+  // run() binds the handler to the socket: replaced before it is called.
+  session.onSocketData = function (this: NmsSession, data: Buffer) {
+    handle.call(this, data);
+    for (const id of this.players ?? []) {
+      const player = nmsContext.sessions.get(id);
+      if (!player?.res || !player.numPlayCache) continue;
+      player.numPlayCache = 0;
+      player.res.uncork();
+    }
+  };
+}
 
 /** A connection that neither publishes nor plays by then is dropped (garbage, port scans). */
 const IDLE_CONNECTION_MS = 15_000;
@@ -220,6 +246,7 @@ export class RtmpIngest {
     const server = net.createServer((socket) => {
       const session = new NodeRtmpSession(NMS_CONFIG, socket);
       this.inspectMedia(session);
+      relayAtOnce(session);
       this.ours.set(session.id, session);
       this.acceptedAt.set(session.id, Date.now());
       session.run();

@@ -29,6 +29,10 @@ export const renditionFd = (r: Pick<Rendition, "index">) => 3 + r.index;
 export function buildLiveArgs(o: LiveArgsInput): string[] {
   // -progress: the output clock, twice a second, for the session's transcode speed.
   const args = ["-hide_banner", "-nostdin", "-nostats", "-loglevel", "info", "-progress", "pipe:1"];
+  // Half a second of probing: the ingest admits a publish once its audio (or the lack of it)
+  // is known, so the streams are all there at once; the default 5 s would hold a video-only
+  // stream back that long, and even with audio costs about 0.6 s of publish-to-playable.
+  args.push("-analyzeduration", "500000");
   // A stalled local RTMP server must not leave the pipeline hanging forever (microseconds).
   args.push("-rw_timeout", "10000000", "-i", o.inputUrl);
 

@@ -205,4 +205,44 @@ describe("player and dashboard in headless Chromium", () => {
     expect(problems).toEqual([]);
     await page.close();
   }, 60_000);
+
+  inChromium("a live stream plays in hls.js's low-latency mode for 60 s without a stall, loading parts", async () => {
+    const live = (await api("POST", "/stream", { name: "low latency", profiles: [PROFILES[0]] })).body;
+    const publisher = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${live.streamKey}`, { seconds: 80 });
+    try {
+      const { page, problems } = await openPage(`${base}/play/${live.playbackId}`);
+      await videoAt(page, "currentTime", 1, 30_000);
+      const player = () =>
+        page.evaluate(() => {
+          const p = (globalThis as any).onairPlayer;
+          const hls = p.hls;
+          const details = hls.levels[hls.currentLevel]?.details;
+          return {
+            stalls: p.stalls as number,
+            lowLatencyMode: hls.config.lowLatencyMode as boolean,
+            partTarget: details?.partTarget as number | undefined,
+            parts: (details?.partList?.length ?? 0) as number,
+            time: (globalThis as any).document.getElementById("video").currentTime as number,
+          };
+        });
+      const start = await player();
+      // A minute of playback, looked at every 5 s: parts listed each time, no stall ever.
+      for (let i = 0; i < 12; i++) {
+        await new Promise((r) => setTimeout(r, 5000));
+        const now = await player();
+        expect(now).toMatchObject({ stalls: 0, lowLatencyMode: true, partTarget: 0.2 });
+        expect(now.parts).toBeGreaterThan(0);
+      }
+      const end = await player();
+      // Real time, give or take the catch-up's 12 %.
+      expect(end.time - start.time).toBeGreaterThan(55);
+      expect(end.time - start.time).toBeLessThan(60 * 1.13);
+      expect(await state(page)).toBe("live");
+      expect(problems).toEqual([]);
+      await page.close();
+    } finally {
+      publisher.child.kill("SIGKILL");
+      await publisher.exited;
+    }
+  }, 150_000);
 });
