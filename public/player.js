@@ -5,11 +5,14 @@
 (function () {
   var POLL_MS = 2000;
   // Low-latency catch-up (hls.js's own does not engage below 1 s of buffer, where LL-HLS
-  // plays): a little faster while behind the target, normal speed once back.
+  // plays): faster the further behind the target (1.1x at 0.1 s, 1.5x from 0.7 s: a stall's
+  // second and a half is made up in about 6 s), normal speed once back.
   var CATCH_UP_EVERY_MS = 100;
-  var CATCH_UP_RATE = 1.12;
   var BEHIND_S = 0.1;
   var CAUGHT_UP_S = 0.03;
+  var MIN_RATE = 1.1;
+  var MAX_RATE = 1.5;
+  var RATE_PER_S = 0.7;
   // A stall moves hls.js's target back by liveSyncOnStallIncrease; after this long playing
   // again, the target returns to the playlist's own (PART-HOLD-BACK).
   var TARGET_RESET_MS = 5000;
@@ -87,8 +90,10 @@
   function catchUp() {
     if (!hls || video.paused || hls.latency === undefined || hls.targetLatency === undefined) return;
     var behind = hls.latency - hls.targetLatency;
-    if (behind > BEHIND_S && video.playbackRate !== CATCH_UP_RATE) video.playbackRate = CATCH_UP_RATE;
-    else if (behind < CAUGHT_UP_S && video.playbackRate !== 1) video.playbackRate = 1;
+    var rate = video.playbackRate;
+    if (behind > BEHIND_S || (rate > 1 && behind >= CAUGHT_UP_S)) rate = Math.min(MAX_RATE, Math.max(MIN_RATE, 1 + behind * RATE_PER_S));
+    else if (behind < CAUGHT_UP_S) rate = 1;
+    if (Math.abs(rate - video.playbackRate) > 0.02) video.playbackRate = rate;
   }
 
   function teardown() {
@@ -117,9 +122,9 @@
   function load() {
     if (window.Hls && window.Hls.isSupported()) {
       var live = kind === "live";
-      // Live: LL-HLS, sitting PART-HOLD-BACK behind the edge; a stall costs 0.1 s of target,
-      // not hls.js's default 1 s for good.
-      hls = new window.Hls(live ? { lowLatencyMode: true, liveSyncOnStallIncrease: 0.1, backBufferLength: 4 } : { lowLatencyMode: false });
+      // Live: LL-HLS, half a second behind the newest part (Safari's native player keeps
+      // PART-HOLD-BACK, 0.6 s); a stall costs 0.1 s of target, not hls.js's default 1 s for good.
+      hls = new window.Hls(live ? { lowLatencyMode: true, liveSyncDuration: 0.5, liveSyncOnStallIncrease: 0.1, backBufferLength: 4 } : { lowLatencyMode: false });
       stats.hls = hls;
       var media = 0;
       var baseTarget;

@@ -1,3 +1,4 @@
+import zlib from "node:zlib";
 import type { Rendition } from "../shapes";
 import { buildMasterPlaylist, type Variant } from "./master";
 import { Fmp4Splitter } from "./boxes";
@@ -24,6 +25,13 @@ export interface PackagerOptions {
   uriPrefix: string;
   /** The audio bit rate the ladder encodes, for BANDWIDTH before anything is measured. */
   audioBitrate: number;
+  /** The first media sequence number (see firstMsnFor); 1 when unsaid. */
+  firstMsn?: number;
+  /**
+   * ffmpeg cuts fragments on an exact part grid (`-movflags cmaf`); false: an old ffmpeg whose
+   * first part runs up to a frame long, so PART-TARGET gets a frame of room.
+   */
+  exactParts?: boolean;
   /** A segment is complete; `retired` left the grace list (storage may delete them). */
   onSegment?(rendition: Rendition, segment: HlsSegment, retired: HlsSegment[]): void;
   /** Something operators should know (a part longer than the advertised PART-TARGET). */
@@ -34,12 +42,16 @@ export interface PackagerOptions {
 export type MediaFile = { bytes: Buffer; kind: "part" | "segment" | "init" };
 
 /**
- * TARGETDURATION: encoded renditions cut on their fixed GOP, so segments are the target long;
- * a passthrough source cuts on its own keyframes (OBS: 2 s by default), a forced cut keeps
- * longer GOPs within it.
+ * TARGETDURATION: encoded renditions cut on their fixed GOP, so segments are the target long.
+ * A passthrough source cuts on its own keyframes: 2 s is what OBS and the hosted services ask
+ * of broadcasters (and what the stream's health asks for); a longer GOP is cut without a
+ * keyframe to stay within it.
  */
+export const PASSTHROUGH_KEYFRAME_SECONDS = 2;
+
 export function targetDurationFor(renditions: Rendition[], segmentTarget: number): number {
-  return renditions.every((r) => r.encode) ? Math.ceil(segmentTarget) : Math.max(4, Math.ceil(segmentTarget * 2));
+  const target = Math.ceil(segmentTarget);
+  return renditions.every((r) => r.encode) ? target : Math.max(PASSTHROUGH_KEYFRAME_SECONDS, target);
 }
 
 /**
@@ -47,11 +59,19 @@ export function targetDurationFor(renditions: Rendition[], segmentTarget: number
  * that reaches PART_SECONDS (24 fps: 5 frames, 0.208 s). Undefined for a passthrough source,
  * whose frame rate is the publisher's: measured on its first segment instead.
  */
-export function nominalPartTarget(renditions: Rendition[]): number | undefined {
+export function nominalPartTarget(renditions: Rendition[], exactParts = true): number | undefined {
   if (!renditions.every((r) => r.encode)) return undefined;
-  const longest = Math.max(...renditions.map((r) => Math.ceil(PART_SECONDS * r.encode!.fps - 1e-9) / r.encode!.fps));
+  const frames = (fps: number) => Math.ceil(PART_SECONDS * fps - 1e-9) + (exactParts ? 0 : 1);
+  const longest = Math.max(...renditions.map((r) => frames(r.encode!.fps) / r.encode!.fps));
   return roundUpMs(longest);
 }
+
+/**
+ * A session's first media sequence number: the wall clock in seconds, so that a later session
+ * of the stream (the same playback URL) numbers on from where an earlier one stopped, and a
+ * response a cache kept from an earlier session cannot pass for this one's.
+ */
+export const firstMsnFor = (startedAtMs: number) => Math.max(1, Math.floor(startedAtMs / 1000));
 
 const roundUpMs = (s: number) => Math.ceil(s * 1000 - 1e-6) / 1000;
 
@@ -61,6 +81,8 @@ interface Waiter {
   ready: () => boolean;
   resolve: (ok: boolean) => void;
   timer: NodeJS.Timeout;
+  signal?: AbortSignal;
+  onAbort?: () => void;
 }
 
 export class LivePackager {
@@ -70,34 +92,49 @@ export class LivePackager {
   private warnedLongPart = false;
   private readonly waiters: Waiter[][];
   private isEnded = false;
+  private run: { ended: boolean; end(): void } | undefined;
+  /** Bumped on every change: a rendered playlist is good while it stands. */
+  private version = 0;
+  private readonly rendered: ({ version: number; text: string; gzip?: Buffer } | undefined)[];
+  /** Complete segments each playlist lists: the setting, and never under three target durations (RFC 8216 §6.2.2). */
+  readonly windowSegments: number;
 
   constructor(readonly o: PackagerOptions) {
     this.targetDuration = targetDurationFor(o.renditions, o.segmentTarget);
+    this.windowSegments = Math.max(o.windowSegments, Math.ceil((3 * this.targetDuration) / o.segmentTarget));
     this.tracks = o.renditions.map(
       () =>
         new RenditionTrack({
           segmentTarget: o.segmentTarget,
           targetDuration: this.targetDuration,
-          windowSegments: o.windowSegments,
+          windowSegments: this.windowSegments,
           uriPrefix: o.uriPrefix,
           fixedGop: o.renditions.every((r) => r.encode),
+          ...(o.firstMsn !== undefined ? { firstMsn: o.firstMsn } : {}),
         }),
     );
     this.waiters = o.renditions.map(() => []);
+    this.rendered = o.renditions.map(() => undefined);
   }
 
   /** A run of ffmpeg: its pipes' bytes go in here, rendition by rendition. */
   startRun(): PackagerRun {
+    // Runs never overlap: whatever an earlier run still sends is not this run's media.
+    this.run?.end();
     const clock: RunClock = {};
     const splitters = this.o.renditions.map(() => new Fmp4Splitter());
     const segments = this.o.renditions.map(() => 0);
     let ended = false;
-    return {
+    const run: PackagerRun = {
+      get ended() {
+        return ended;
+      },
       get playable() {
         return segments.every((n) => n > 0);
       },
       push: (index, chunk, nowMs = Date.now()) => {
         if (ended || this.isEnded) return;
+        this.version++;
         const track = this.tracks[index]!;
         for (const piece of splitters[index]!.push(chunk)) {
           if (piece.kind === "init") {
@@ -115,18 +152,23 @@ export class LivePackager {
       end: () => {
         if (ended) return;
         ended = true;
+        this.version++;
         this.tracks.forEach((t, i) => {
           this.settle(i, t.endRun());
           this.notify(i);
         });
       },
     };
+    this.run = run;
+    return run;
   }
 
   /** The session ended: every playlist gets its ENDLIST, and waiting requests are answered. */
   end(): void {
     if (this.isEnded) return;
+    this.run?.end();
     this.isEnded = true;
+    this.version++;
     this.tracks.forEach((t, i) => {
       this.settle(i, t.end());
       this.notify(i, true);
@@ -139,7 +181,7 @@ export class LivePackager {
 
   /** PART-TARGET, once known (before the first segment of a passthrough source it is not). */
   get partTarget(): number | undefined {
-    return this.partTargetSeconds ?? nominalPartTarget(this.o.renditions);
+    return this.partTargetSeconds ?? nominalPartTarget(this.o.renditions, this.o.exactParts !== false);
   }
 
   /** Every rendition has a complete segment: the master playlist can be handed out. */
@@ -176,17 +218,35 @@ export class LivePackager {
     return this.playable ? buildMasterPlaylist(this.variants()) : undefined;
   }
 
+  /**
+   * Rendition `index`'s live playlist (and its gzip, made once per change however many players
+   * ask); undefined before its first segment.
+   */
+  mediaPlaylistWithGzip(index: number): { text: string; gzip: Buffer } | undefined {
+    const cached = this.rendered[index];
+    if (cached?.version === this.version && cached.gzip) return { text: cached.text, gzip: cached.gzip };
+    const text = this.mediaPlaylist(index);
+    if (text === undefined) return undefined;
+    const gzip = zlib.gzipSync(text, { level: 1 });
+    this.rendered[index] = { version: this.version, text, gzip };
+    return { text, gzip };
+  }
+
   /** Rendition `index`'s live playlist; undefined before its first segment. */
   mediaPlaylist(index: number): string | undefined {
     const track = this.tracks[index];
     if (!track || (track.lastCompleteMsn === 0 && !track.ended)) return undefined;
+    const cached = this.rendered[index];
+    if (cached?.version === this.version) return cached.text;
     const partTarget = this.o.lowLatency ? this.partTarget : undefined;
     const reports: RenditionReport[] = [];
     this.tracks.forEach((other, j) => {
       const last = j === index ? undefined : lastPartOf(other);
       if (last) reports.push({ uri: `../${this.o.renditions[j]!.index}/index.m3u8`, ...last });
     });
-    return renderMediaPlaylist(track, { targetDuration: this.targetDuration, ...(partTarget !== undefined ? { partTarget } : {}), reports });
+    const text = renderMediaPlaylist(track, { targetDuration: this.targetDuration, ...(partTarget !== undefined ? { partTarget } : {}), reports });
+    this.rendered[index] = { version: this.version, text };
+    return text;
   }
 
   /** A part, segment or init of rendition `index` by its file name, while it is served. */
@@ -216,21 +276,33 @@ export class LivePackager {
    * Resolves true as soon as `ready()` holds for rendition `index` (checked on each new part),
    * false after `timeoutMs` or when the session ends without it.
    */
-  wait(index: number, ready: () => boolean, timeoutMs: number): Promise<boolean> {
+  wait(index: number, ready: () => boolean, timeoutMs: number, signal?: AbortSignal): Promise<boolean> {
     if (ready()) return Promise.resolve(true);
-    if (this.isEnded || !this.waiters[index]) return Promise.resolve(false);
+    if (this.isEnded || !this.waiters[index] || signal?.aborted) return Promise.resolve(false);
     return new Promise((resolve) => {
       const list = this.waiters[index]!;
       const waiter: Waiter = {
         ready,
         resolve,
-        timer: setTimeout(() => {
-          list.splice(list.indexOf(waiter), 1);
-          resolve(false);
-        }, timeoutMs),
+        timer: setTimeout(() => this.release(list, waiter, false), timeoutMs),
       };
+      // The player went away: nothing to answer, nothing to keep.
+      if (signal) {
+        waiter.signal = signal;
+        waiter.onAbort = () => this.release(list, waiter, false);
+        signal.addEventListener("abort", waiter.onAbort, { once: true });
+      }
       list.push(waiter);
     });
+  }
+
+  private release(list: Waiter[], w: Waiter, ok: boolean): void {
+    const at = list.indexOf(w);
+    if (at < 0) return;
+    list.splice(at, 1);
+    clearTimeout(w.timer);
+    if (w.onAbort) w.signal?.removeEventListener("abort", w.onAbort);
+    w.resolve(ok);
   }
 
   /** Requests waiting now (for tests and metrics). */
@@ -248,6 +320,7 @@ export class LivePackager {
   }
 
   private checkPart(duration: number): void {
+    if (!this.o.lowLatency) return;
     const target = this.partTarget;
     if (target === undefined || this.warnedLongPart || duration <= target + 1e-6) return;
     this.warnedLongPart = true;
@@ -258,15 +331,14 @@ export class LivePackager {
     const list = this.waiters[index]!;
     for (const w of [...list]) {
       const ok = w.ready();
-      if (!ok && !ending) continue;
-      clearTimeout(w.timer);
-      list.splice(list.indexOf(w), 1);
-      w.resolve(ok);
+      if (ok || ending) this.release(list, w, ok);
     }
   }
 }
 
 export interface PackagerRun {
+  /** Ended: by ffmpeg's exit, or by the next run starting. */
+  readonly ended: boolean;
   /** Every rendition has a complete segment from this run. */
   readonly playable: boolean;
   /** Bytes from rendition `index`'s pipe; throws Fmp4Error/TrackError on a malformed stream. */

@@ -27,6 +27,8 @@ export interface MediaPlaylistOptions {
   /** PART-TARGET, seconds; undefined: plain HLS without parts. */
   partTarget?: number;
   reports?: RenditionReport[];
+  /** EXT-X-SERVER-CONTROL (blocking reload): only where a server answers it; true when unsaid. */
+  serverControl?: boolean;
 }
 
 /** Complete segments whose parts are listed, before the open one (Apple: parts of the last few target durations). */
@@ -47,7 +49,7 @@ export function renderMediaPlaylist(src: PlaylistSource, o: MediaPlaylistOptions
   if (ll) {
     lines.push(`#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=${partHoldBack(o.partTarget!)}`);
     lines.push(`#EXT-X-PART-INF:PART-TARGET=${o.partTarget}`);
-  } else {
+  } else if (o.serverControl !== false) {
     lines.push("#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES");
   }
   lines.push(`#EXT-X-MEDIA-SEQUENCE:${src.mediaSequence}`);

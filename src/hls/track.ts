@@ -22,6 +22,8 @@ export interface TrackOptions {
   fixedGop?: boolean;
   /** Names are `<prefix>_<msn>.m4s`, `<prefix>_p<id>.m4s`, `<prefix>_init<n>.mp4`: unique per session. */
   uriPrefix: string;
+  /** The first segment's media sequence number (1 unless the session says otherwise; never 0). */
+  firstMsn?: number;
 }
 
 /** The time the run's media timeline starts at, in wall-clock ms: one per run, shared by the session's renditions. */
@@ -90,7 +92,7 @@ export class RenditionTrack {
   private open: HlsSegment | undefined;
   private map: HlsMap | undefined;
   private clock: RunClock = {};
-  private nextMsn = 1;
+  private nextMsn: number;
   private nextPartId = 0;
   private nextMapId = 0;
   private runHasMedia = false;
@@ -102,7 +104,9 @@ export class RenditionTrack {
   private totalSeconds = 0;
   private isEnded = false;
 
-  constructor(readonly o: TrackOptions) {}
+  constructor(readonly o: TrackOptions) {
+    this.nextMsn = Math.max(1, o.firstMsn ?? 1);
+  }
 
   /** A new init segment: the start of a run of the encoder (the first, a restart, a reconnect). */
   newInit(bytes: Buffer, clock: RunClock): HlsMap {
@@ -129,21 +133,27 @@ export class RenditionTrack {
     const map = this.map;
     if (!map) throw new TrackError("a fragment before any init segment");
     const info = parseFragment(bytes, map.tracks);
-    const leadInit = map.tracks.find((t) => t.handler === "vide") ?? map.tracks[0]!;
-    const lead = info.tracks.find((t) => t.id === leadInit.id);
-    if (!lead || lead.sampleCount === 0) throw new TrackError(`a fragment without samples of track ${leadInit.id}`);
+    // Video leads; a fragment without video (the publisher's video stalled, its audio did not)
+    // is timed by what it has, and no player starts there.
+    const withSamples = info.tracks.filter((t) => t.sampleCount > 0);
+    const videoId = map.tracks.find((t) => t.handler === "vide")?.id;
+    const lead = withSamples.find((t) => t.id === videoId) ?? withSamples[0];
+    if (!lead) throw new TrackError("a fragment without samples");
+    const leadInit = map.tracks.find((t) => t.id === lead.id);
+    if (!leadInit) throw new TrackError(`a fragment of track ${lead.id}, which the init segment does not have`);
     const start = ticksToSeconds(lead.baseDecodeTime, leadInit.timescale);
     const duration = ticksToSeconds(lead.duration, leadInit.timescale);
     // The part has just been written: its end is now. The run's timeline maps to the wall
     // clock from its first part on (ffmpeg's own wall-clock stamps come late).
     if (this.clock.originMs === undefined) this.clock.originMs = nowMs - (start + duration) * 1000;
-    const independent = lead.startsWithSync;
+    const independent = lead.id === videoId ? lead.startsWithSync : videoId === undefined;
 
     let closed: HlsSegment | undefined;
     const open = this.open;
     if (open) {
       const keyframeCut = independent && open.duration >= this.o.segmentTarget * 0.9;
-      const forcedCut = open.duration + duration > this.o.targetDuration + 1e-6;
+      // EXTINF rounded to the nearest second may not pass TARGETDURATION (RFC 8216 §4.3.3.1).
+      const forcedCut = Math.round(open.duration + duration) > this.o.targetDuration;
       if (keyframeCut || forcedCut) closed = this.closeOpen();
     }
     let segment = this.open;
@@ -169,7 +179,9 @@ export class RenditionTrack {
     segment.parts.push(part);
     segment.duration += duration;
     segment.size += bytes.length;
-    if (!closed && this.o.fixedGop && segment.duration >= this.o.segmentTarget - 1e-3) closed = this.closeOpen();
+    // A fixed GOP puts the next keyframe exactly one segment after this segment's: a segment
+    // that began on a keyframe and is exactly that long is complete now.
+    if (!closed && this.o.fixedGop && segment.parts[0]!.independent && Math.abs(segment.duration - this.o.segmentTarget) < 1e-3) closed = this.closeOpen();
     return { part, ...(closed ? { closed } : {}), retired: closed ? this.retire() : [] };
   }
 
@@ -282,10 +294,11 @@ export class RenditionTrack {
 
   /**
    * RFC 8216 §6.2.2: a segment that left the playlist stays available for its duration plus
-   * the playlist's; the grace list is one window plus a segment long.
+   * the playlist's; the grace list is one window plus two segments long.
    */
   private retire(): HlsSegment[] {
-    const keep = this.o.windowSegments * 2 + 1;
+    // One more than the minimum: a short segment (a run's last) shortens what the count covers.
+    const keep = this.o.windowSegments * 2 + 2;
     return this.complete.length > keep ? this.complete.splice(0, this.complete.length - keep) : [];
   }
 }

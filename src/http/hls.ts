@@ -21,11 +21,11 @@ const MEDIA_CACHE = "public, max-age=86400, immutable";
 const notFound = (res: Response) => void res.status(404).json({ errors: ["not found"] });
 
 /** Apple's authoring spec asks for compressed playlists; a live one is a few hundred bytes to a few KiB. */
-function sendPlaylist(req: Request, res: Response, text: string, cacheControl: string): void {
+function sendPlaylist(req: Request, res: Response, text: string, cacheControl: string, gzip?: Buffer): void {
   res.set({ "content-type": PLAYLIST_TYPE, "cache-control": cacheControl, vary: "accept-encoding" });
   if (/\bgzip\b/.test(req.get("accept-encoding") ?? "")) {
     res.set("content-encoding", "gzip");
-    return void res.send(zlib.gzipSync(text, { level: 1 }));
+    return void res.send(gzip ?? zlib.gzipSync(text, { level: 1 }));
   }
   // A Buffer: res.send would add "; charset" to a string's content type.
   res.send(Buffer.from(text));
@@ -77,11 +77,20 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls): express.
     const index = Number(variant);
     if (!packager.tracks[index]) return notFound(res);
     if (file === "index.m3u8") return mediaPlaylist(req, res, packager, index);
-    if (await media(res, packager, index, file)) return;
+    if (await media(req, res, packager, index, file)) return;
     fromDisk(res, playbackId, [variant, file]);
   });
   router.use(malformedPathIsNotFound);
   return router;
+}
+
+/** Aborts when the client goes away before its answer (a player gave up on a blocking reload). */
+function gone(res: Response): AbortSignal {
+  const controller = new AbortController();
+  res.once("close", () => {
+    if (!res.writableFinished) controller.abort();
+  });
+  return controller.signal;
 }
 
 /**
@@ -97,25 +106,27 @@ async function mediaPlaylist(req: Request, res: Response, packager: LivePackager
     if (tooFarAhead(track, request)) {
       return void res.status(400).json({ errors: [`_HLS_msn=${request.msn} is more than two segments past the playlist's last (${track.lastCompleteMsn})`] });
     }
-    const ok = await packager.wait(index, () => satisfies(track, request), packager.targetDuration * 3 * 1000);
+    const ok = await packager.wait(index, () => satisfies(track, request), packager.targetDuration * 3 * 1000, gone(res));
+    if (res.destroyed) return;
     if (!ok) return void res.status(503).json({ errors: [`segment ${request.msn}${request.part !== undefined ? ` part ${request.part}` : ""} did not arrive in ${packager.targetDuration * 3} s`] });
   }
-  const text = packager.mediaPlaylist(index);
-  if (text === undefined) return notFound(res);
+  const playlist = packager.mediaPlaylistWithGzip(index);
+  if (playlist === undefined) return notFound(res);
   // A blocking response names the state it waited for: a CDN may share it between the viewers
   // asking the same thing; an unqualified reload must revalidate.
-  sendPlaylist(req, res, text, request ? `public, max-age=${packager.targetDuration * packager.o.windowSegments}` : "no-cache");
+  sendPlaylist(req, res, playlist.text, request ? `public, max-age=${packager.targetDuration * packager.windowSegments}` : "no-cache", playlist.gzip);
 }
 
 /**
  * A part, segment or init from memory. The part the preload hint names is awaited (Safari asks
  * for it before it exists). False: not in memory (an older file is looked for on disk).
  */
-async function media(res: Response, packager: LivePackager, index: number, file: string): Promise<boolean> {
+async function media(req: Request, res: Response, packager: LivePackager, index: number, file: string): Promise<boolean> {
   let found = packager.file(index, file);
   const partId = packager.partId(file);
   if (!found && partId !== undefined && partId === packager.tracks[index]!.next.partId) {
-    await packager.wait(index, () => packager.file(index, file) !== undefined, packager.targetDuration * 3 * 1000);
+    await packager.wait(index, () => packager.file(index, file) !== undefined, packager.targetDuration * 3 * 1000, gone(res));
+    if (res.destroyed) return true;
     found = packager.file(index, file);
   }
   if (!found) return false;

@@ -38,9 +38,13 @@ export function http2Handler(app: Express): (req: http2.Http2ServerRequest, res:
     // signalled by the stream staying open after its headers. Body parsers look for one of the
     // two headers, so a body of unsaid length is announced the HTTP/1.1 way.
     if (!req.stream.endAfterHeaders && req.headers["content-length"] === undefined) req.headers["transfer-encoding"] = "chunked";
+    // What HTTP/1.1 calls Host (links the API builds from it, e.g. pagination).
+    if (req.headers.host === undefined && req.headers[":authority"] !== undefined) req.headers.host = req.headers[":authority"];
     (twin as unknown as { handle(req: unknown, res: unknown): void }).handle(req, res);
   };
 }
+
+const IDLE_SESSION_MS = 120_000;
 
 export function createPublicServer(app: Express, files?: TlsFiles): PublicServer {
   const sockets = new Set<net.Socket>();
@@ -74,7 +78,10 @@ export function createPublicServer(app: Express, files?: TlsFiles): PublicServer
     if (req.httpVersionMajor >= 2) return h2(req, res);
     const socket = req.socket as net.Socket;
     running.set(socket, (running.get(socket) ?? 0) + 1);
-    res.once("close", () => running.set(socket, (running.get(socket) ?? 1) - 1));
+    // An aborted request closes its socket first: a closed socket is not counted back in.
+    res.once("close", () => {
+      if (running.has(socket) && !socket.destroyed) running.set(socket, running.get(socket)! - 1);
+    });
     app(req as unknown as http.IncomingMessage, res as unknown as http.ServerResponse);
   });
   const sessions = new Set<http2.ServerHttp2Session>();
@@ -89,7 +96,12 @@ export function createPublicServer(app: Express, files?: TlsFiles): PublicServer
   server.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    // An idle HTTP/2 connection is closed after two minutes (players keep theirs busy).
+    session.setTimeout(IDLE_SESSION_MS, () => session.close());
   });
+  // HTTP/1.1 keep-alive over TLS, as on the plain port.
+  (server as unknown as { keepAliveTimeout: number }).keepAliveTimeout = 65_000;
+  server.setTimeout(IDLE_SESSION_MS);
   return {
     server,
     protocol: "https",

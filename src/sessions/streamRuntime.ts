@@ -4,7 +4,7 @@ import type { SessionRecord, Store, StreamRecord } from "../db";
 import type { EventSink } from "../events";
 import { badName, rejected, type PublisherStats, type Refusal } from "../ingest";
 import type { Logger } from "../log";
-import { LivePackager, PART_SECONDS, renderMediaPlaylist, type HlsSegment, type LiveHls } from "../hls";
+import { firstMsnFor, LivePackager, PART_SECONDS, renderMediaPlaylist, type HlsSegment, type LiveHls } from "../hls";
 import { AUDIO_BITRATE, endPlaylists, HlsFiles, writeAtomically, LivePipeline, renditionLadder, type ProcessEnd, type ProcessRegistry } from "../media";
 import type { Rendition } from "../shapes";
 import type { LiveRates } from "../shapes";
@@ -175,6 +175,8 @@ export class StreamRuntime {
       windowSegments: deps.listSize,
       // Unique per session: a cached URL of an earlier session never names this one's media.
       uriPrefix: this.session.id.slice(0, 8),
+      firstMsn: firstMsnFor(this.session.createdAt),
+      exactParts: deps.ffmpegCmaf !== false,
       audioBitrate: AUDIO_BITRATE,
       onSegment: (r, segment, retired) => this.segmentComplete(r, segment, retired),
       warn: (fields, message) => this.log.warn(fields, message),
@@ -229,11 +231,14 @@ export class StreamRuntime {
     this.failures = 0;
     this.log.info({ publisherId, afterWindow: waited }, "a publisher is back: the session continues");
     this.cancelRestart();
-    const old = this.pipeline;
+    // The previous run (or one still draining from an earlier attach) finishes what it had
+    // first: runs never overlap, the next one continues the playlists after it.
+    if (this.pipeline) {
+      this.draining = this.pipeline;
+      this.pipeline = undefined;
+    }
+    const old = this.draining;
     if (!old) return this.startRun();
-    // The previous run is still finishing what it had: let it go, then continue the playlists.
-    this.pipeline = undefined;
-    this.draining = old;
     void old.stop(1000).then(() => {
       if (this.draining === old) this.draining = undefined;
       if (this.publisherId === publisherId && !this.ending && !this.pipeline) this.startRun();
@@ -343,7 +348,8 @@ export class StreamRuntime {
       onPlayable: () => this.playable(pipeline),
       onOutputTime: (seconds) => this.outputTime(pipeline, seconds),
       onEnded: (end) => this.pipelineEnded(pipeline, end),
-      onFault: (err) => this.fault(err),
+      // A run already superseded cannot fail the one that replaced it.
+      onFault: (err) => (pipeline === this.pipeline ? this.fault(err) : this.log.warn({ err }, "a superseded pipeline run failed")),
     });
     this.pipeline = pipeline;
     try {
@@ -445,7 +451,8 @@ export class StreamRuntime {
    */
   private segmentComplete(r: Rendition, segment: HlsSegment, retired: HlsSegment[]): void {
     const track = this.packager.tracks[r.index]!;
-    const playlist = renderMediaPlaylist(track, { targetDuration: this.packager.targetDuration });
+    // Served from disk only when no packager answers: it cannot hold a request, so it offers none.
+    const playlist = renderMediaPlaylist(track, { targetDuration: this.packager.targetDuration, serverControl: false });
     let stored;
     try {
       stored = this.files.write(r, segment, retired, playlist);

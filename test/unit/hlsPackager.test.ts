@@ -185,8 +185,10 @@ describe("LivePackager on the live pipeline's ffmpeg output", () => {
     for (const t of pts15) expect(pts30).toContain(t);
   });
 
-  it("a segment that left the playlist is still served for a window and a segment more, then goes", () => {
+  it("a segment that left the playlist is still served for a window and two segments more, then goes", () => {
+    // Two asked for, three listed: a playlist spans at least three target durations.
     const p = newPackager(2);
+    expect(p.windowSegments).toBe(3);
     const retiredAt: number[] = [];
     feed(p, pieces, 0);
     const track = p.tracks[0]!;
@@ -197,7 +199,8 @@ describe("LivePackager on the live pipeline's ffmpeg output", () => {
       const served = p.file(0, `abcd1234_${msn}.m4s`);
       if (served) retiredAt.push(msn);
     }
-    expect(retiredAt.length).toBe(first - 1 <= 3 ? first - 1 : 3);
+    expect(retiredAt.length).toBe(Math.min(first - 1, 4));
+    expect(p.tracks[0]!.listed).toHaveLength(3);
     expect(p.file(0, "abcd1234_99.m4s")).toBeUndefined();
     expect(p.file(0, "other000_1.m4s")).toBeUndefined();
     expect(p.file(0, "abcd1234_init0.mp4")?.kind).toBe("init");
@@ -223,6 +226,53 @@ describe("LivePackager on the live pipeline's ffmpeg output", () => {
     expect(ended).toMatch(/#EXT-X-ENDLIST\n$/);
     expect(ended).not.toContain("PRELOAD-HINT");
     expect((HLS.parse(ended) as HLS.types.MediaPlaylist).endlist).toBe(true);
+  });
+});
+
+describe("what a live source can throw at the packager", () => {
+  it("video that stops before the audio: the audio-only parts are kept, timed by the audio, never independent", async () => {
+    const flv = path.join(dir, "audio-longer.flv");
+    const made = spawnSync("ffmpeg", [
+      "-hide_banner", "-loglevel", "error", "-y",
+      "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30:duration=2",
+      "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=4",
+      "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-c:a", "aac", "-f", "flv", flv,
+    ]);
+    expect(made.status).toBe(0);
+    const args = buildLiveArgs({ inputUrl: flv, renditions: RENDITIONS, segmentSeconds: 1, fragmentMicros: 200_000, audioBitrate: 96_000 });
+    const tail = await fmp4FromPipes(args, 2);
+    const p = newPackager(10);
+    expect(() => feed(p, tail, 0).end()).not.toThrow();
+    const track = p.tracks[0]!;
+    const parts = track.listed.flatMap((x) => x.parts);
+    const total = track.listed.reduce((n, x) => n + x.duration, 0);
+    expect(total).toBeGreaterThan(3.5);
+    // Past the video's end no part is a place to start.
+    expect(parts.filter((x) => x.independent).every((x) => x.msn <= track.listed[0]!.msn + 2)).toBe(true);
+    expect(p.mediaPlaylist(0)).toContain(track.listed[track.listed.length - 1]!.uri);
+  });
+
+  it("a run that starts before the previous one ended supersedes it: the old run's late bytes are dropped", () => {
+    const p = newPackager(10);
+    const first = p.startRun();
+    for (let i = 0; i < 8; i++) pieces.forEach((list, r) => first.push(r, list[i]!.bytes, i * 200));
+    const second = p.startRun();
+    expect(first.ended).toBe(true);
+    const before = p.tracks[0]!.lastCompleteMsn;
+    // The old run's next fragment goes nowhere.
+    pieces.forEach((list, r) => first.push(r, list[8]!.bytes, 1600));
+    expect(p.tracks[0]!.openSegment).toBeUndefined();
+    for (let i = 0; i < 12; i++) pieces.forEach((list, r) => second.push(r, list[i]!.bytes, 5000 + i * 200));
+    const after = p.tracks[0]!.listed.filter((x) => x.msn > before);
+    expect(after[0]!.discontinuity).toBe(true);
+    expect(after.every((x) => x.parts[0]!.independent)).toBe(true);
+  });
+
+  it("numbers from the session's own first media sequence number", () => {
+    const p = new LivePackager({ renditions: RENDITIONS, lowLatency: true, segmentTarget: 1, windowSegments: 3, uriPrefix: "abcd1234", audioBitrate: 96_000, firstMsn: 1_795_000_000 });
+    feed(p, pieces, 0).end();
+    expect(p.tracks[0]!.listed[0]!.msn).toBeGreaterThanOrEqual(1_795_000_000);
+    expect((HLS.parse(p.mediaPlaylist(0)!) as HLS.types.MediaPlaylist).mediaSequenceBase).toBe(p.tracks[0]!.listed[0]!.msn);
   });
 });
 
@@ -268,6 +318,13 @@ describe("blocking playlist reload", () => {
 
     // Never satisfied in time: false, and the waiter is gone.
     expect(await p.wait(0, () => satisfies(track, { msn: 3, part: 4 }), 100)).toBe(false);
+    expect(p.waiting).toBe(0);
+    // A player that gave up is let go at once.
+    const aborted = new AbortController();
+    const gaveUp = p.wait(0, () => satisfies(track, { msn: 3, part: 4 }), 5000, aborted.signal);
+    expect(p.waiting).toBe(1);
+    aborted.abort();
+    expect(await gaveUp).toBe(false);
     expect(p.waiting).toBe(0);
     // The session's end answers whoever waits, with the ended playlist.
     const pending = p.wait(0, () => satisfies(track, { msn: 3 }), 5000);

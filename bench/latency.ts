@@ -1,0 +1,321 @@
+// Glass-to-glass latency, measured as a viewer sees it: a wall-clock code drawn into every
+// pushed frame, read back from the frames headless Chromium presents (requestVideoFrameCallback
+// → canvas → the code's bits), against the same clock. Not PROGRAM-DATE-TIME, which only says
+// what the packager believes.
+//
+// Two setups in the same run, one after the other on the same source:
+//   onair     the code source → ffmpeg (x264 zerolatency) → RTMP → onair (its own process, the
+//             default ladder, LL-HLS) → onair's player page (hls.js in low-latency mode)
+//   baseline  the same source and encoder → ffmpeg's own standard HLS, 1 s segments, served by a
+//             bare static server → hls.js with its defaults
+// For onair it also measures publish → playable (the encoder starting to the master playlist
+// answering) and, midway, injects a stall (the player's HLS requests held 1.5 s for 1.6 s) and
+// measures how far latency is from where it was before, 10 s later.
+//
+// Settings: BENCH_LATENCY_SECONDS (60) measured per setup after BENCH_WARMUP_SECONDS (10);
+// the issue's target run is BENCH_LATENCY_SECONDS=300.
+
+import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import express from "express";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { startServerProcess, type ServerProcess } from "../test/helpers/serverProcess";
+import { exitOnSignal, ffmpegVersion, fixed, formatTable, positiveIntFromEnv } from "./lib";
+
+const CHROMIUM = "/usr/bin/chromium";
+const FFMPEG = process.env.FFMPEG_PATH || "ffmpeg";
+const WIDTH = 640;
+const HEIGHT = 360;
+const FPS = 30;
+/** The code: 24 bits of the wall clock (ms, so it wraps every 4.6 h), Gray-coded, one block per bit. */
+const BITS = 24;
+const BLOCK = 24;
+const BAND_X = 16;
+const BAND_Y = 8;
+const STALL_HOLD_MS = 1500;
+const STALL_FOR_MS = 1600;
+const RECOVERY_AFTER_MS = 10_000;
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Writes `ms` as Gray-coded blocks into a Y plane (pure). */
+export function drawClock(y: Buffer, ms: number): void {
+  const value = ms % 2 ** BITS;
+  const gray = value ^ (value >> 1);
+  for (let bit = 0; bit < BITS; bit++) {
+    const on = (gray >> (BITS - 1 - bit)) & 1;
+    const luma = on ? 235 : 16;
+    const x0 = BAND_X + bit * BLOCK;
+    for (let row = BAND_Y; row < BAND_Y + BLOCK; row++) y.fill(luma, row * WIDTH + x0, row * WIDTH + x0 + BLOCK);
+  }
+}
+
+/**
+ * Raw frames at FPS, each stamped with the wall clock when it is handed to the encoder, into an
+ * ffmpeg that encodes as a broadcaster's low-latency encoder would and writes `output`.
+ */
+function startSource(output: string[]): { child: ChildProcess; startedAt: number; stop(): Promise<void> } {
+  const child = spawn(FFMPEG, [
+    "-hide_banner", "-loglevel", "error", "-nostdin",
+    "-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", `${WIDTH}x${HEIGHT}`, "-r", String(FPS), "-i", "pipe:0",
+    "-re", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+    "-map", "0:v", "-map", "1:a",
+    "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-g", String(FPS), "-pix_fmt", "yuv420p", "-b:v", "1500k",
+    "-c:a", "aac", "-b:a", "96k",
+    ...output,
+  ], { stdio: ["pipe", "ignore", "inherit"] });
+  const frame = Buffer.alloc(WIDTH * HEIGHT * 1.5, 128);
+  const yPlane = frame.subarray(0, WIDTH * HEIGHT);
+  const startedAt = Date.now();
+  let n = 0;
+  let stopped = false;
+  const tick = () => {
+    if (stopped) return;
+    const due = startedAt + (n * 1000) / FPS;
+    if (Date.now() >= due) {
+      drawClock(yPlane, Date.now());
+      child.stdin!.write(frame);
+      n++;
+    }
+    setTimeout(tick, Math.max(0, startedAt + (n * 1000) / FPS - Date.now()));
+  };
+  child.stdin!.on("error", () => undefined);
+  tick();
+  return {
+    child,
+    startedAt,
+    stop: async () => {
+      stopped = true;
+      child.stdin!.end();
+      const exited = new Promise<void>((r) => child.once("close", () => r()));
+      setTimeout(() => child.kill("SIGKILL"), 3000).unref();
+      await exited;
+    },
+  };
+}
+
+/**
+ * Installed in the page: reads the code off every presented frame, keeps the latencies. Plain
+ * JavaScript in a string: the TypeScript runner's helpers do not exist in the page.
+ */
+const INSTALL_METER = `(() => {
+  const video = document.getElementById("video");
+  const canvas = document.createElement("canvas");
+  canvas.width = 640;
+  canvas.height = 48;
+  const ctx = canvas.getContext("2d", { willReadFrequently: true });
+  const meter = (window.__meter = { samples: [], recent: [], unreadable: 0 });
+  const step = (now, md) => {
+    if (video.videoWidth > 0) {
+      // The top 48 of ${HEIGHT} source lines, at whatever size this rendition has.
+      ctx.drawImage(video, 0, 0, video.videoWidth, (video.videoHeight * 48) / ${HEIGHT}, 0, 0, 640, 48);
+      const px = ctx.getImageData(0, 0, 640, 48).data;
+      let gray = 0;
+      for (let bit = 0; bit < ${BITS}; bit++) {
+        const x = ${BAND_X} + bit * ${BLOCK} + ${BLOCK / 2};
+        gray = gray * 2 + (px[(${BAND_Y + BLOCK / 2} * 640 + x) * 4] > 128 ? 1 : 0);
+      }
+      let value = gray;
+      for (let s = 1; s < ${BITS}; s *= 2) value ^= value >> s;
+      const shown = Math.floor(performance.timeOrigin + md.expectedDisplayTime) % ${2 ** BITS};
+      const latency = (shown - value + ${2 ** BITS}) % ${2 ** BITS};
+      if (latency < 30000) {
+        meter.samples.push([Date.now(), latency]);
+        meter.recent.push(latency);
+        if (meter.recent.length > ${FPS * 2}) meter.recent.shift();
+      } else meter.unreadable++;
+    }
+    video.requestVideoFrameCallback(step);
+  };
+  video.requestVideoFrameCallback(step);
+})()`;
+
+/** The latencies of the last 2 s of frames. */
+const RECENT = "window.__meter.recent.slice()";
+
+interface Reading {
+  samples: [number, number][];
+  stalls: number;
+}
+
+async function drain(page: Page, kind: string): Promise<Reading> {
+  const stalls = kind === "onair" ? "window.onairPlayer.stalls" : "window.baselineStalls";
+  return page.evaluate(`({ samples: window.__meter.samples.splice(0), stalls: ${stalls} })`) as Promise<Reading>;
+}
+
+interface Result {
+  name: string;
+  latencies: number[];
+  stalls: number;
+  playableMs?: number;
+  /** Latency 10 s after the injected stall, minus latency before it (ms). */
+  recoveryMs?: number;
+}
+
+const pct = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : NaN;
+};
+const median = (xs: number[]) => pct(xs, 50);
+
+/**
+ * Watches for `seconds` after a warm-up; `midway` runs at 40 % of the window, and the frames
+ * shown while it runs (a disturbance and the recovery from it) are left out of the figures.
+ */
+async function watch(page: Page, kind: string, warmupS: number, seconds: number, midway?: () => Promise<void>): Promise<{ latencies: [number, number][]; stalls: number }> {
+  await page.waitForFunction(`document.getElementById("video").currentTime > 0.5`, undefined, { timeout: 60_000 });
+  await page.evaluate(INSTALL_METER);
+  await sleep(warmupS * 1000);
+  const before = await drain(page, kind);
+  const latencies: [number, number][] = [];
+  const end = Date.now() + seconds * 1000;
+  let injected = false;
+  while (Date.now() < end) {
+    await sleep(2000);
+    latencies.push(...(await drain(page, kind)).samples);
+    if (midway && !injected && Date.now() > end - seconds * 600) {
+      injected = true;
+      const from = Date.now();
+      await midway();
+      const to = Date.now();
+      const kept = (await drain(page, kind)).samples.filter(([at]) => at < from || at > to);
+      latencies.push(...kept);
+    }
+    process.stdout.write(`\r  ${kind}: ${Math.round((end - Date.now()) / 1000)} s left, ${latencies.length} frames, p50 ${median(latencies.map((l) => l[1]))} ms   `);
+  }
+  process.stdout.write("\n");
+  const after = await drain(page, kind);
+  return { latencies, stalls: after.stalls - before.stalls };
+}
+
+async function onairRun(browser: Browser, warmupS: number, seconds: number): Promise<Result> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "onair-bench-latency-"));
+  let server: ServerProcess | undefined;
+  let source: Awaited<ReturnType<typeof startSource>> | undefined;
+  try {
+    server = await startServerProcess(dataDir, { LOG_LEVEL: "warn" });
+    const key = server.key!;
+    const api = async (method: string, p: string, body?: unknown) => {
+      const res = await fetch(`${server!.apiUrl}${p}`, { method, headers: { authorization: `Bearer ${key}`, "content-type": "application/json" }, body: body ? JSON.stringify(body) : undefined });
+      return res.json() as Promise<any>;
+    };
+    const stream = await api("POST", "/stream", { name: "latency bench" });
+    const base = server.apiUrl.replace(/\/api$/, "");
+    source = startSource(["-f", "flv", `${server.rtmpUrl}/${stream.streamKey}`]);
+    let playableMs: number | undefined;
+    for (;;) {
+      if ((await fetch(`${base}/hls/${stream.playbackId}/index.m3u8`)).status === 200) {
+        playableMs = Date.now() - source.startedAt;
+        break;
+      }
+      if (Date.now() - source.startedAt > 30_000) throw new Error("onair did not become playable in 30 s");
+      await sleep(10);
+    }
+    const page = await browser.newPage({ bypassCSP: true });
+    await page.goto(`${base}/play/${stream.playbackId}`);
+    let recoveryMs: number | undefined;
+    const { latencies, stalls } = await watch(page, "onair", warmupS, seconds, async () => {
+      const recent = (await page.evaluate(RECENT)) as number[];
+      const beforeMs = median(recent);
+      await page.route("**/hls/**", async (route) => {
+        await sleep(STALL_HOLD_MS);
+        // Let go by unroute meanwhile: already on its way.
+        await route.continue().catch(() => undefined);
+      });
+      await sleep(STALL_FOR_MS);
+      await page.unroute("**/hls/**");
+      await sleep(RECOVERY_AFTER_MS);
+      const after = (await page.evaluate(RECENT)) as number[];
+      recoveryMs = median(after) - beforeMs;
+    });
+    await page.close();
+    const problems = server.log().split("\n").filter((l) => /"level":(50|60)/.test(l));
+    if (problems.length) console.log(`onair logged errors:\n${problems.slice(-5).join("\n")}`);
+    return { name: "onair (LL-HLS, player page)", latencies: latencies.map((l) => l[1]), stalls, playableMs, recoveryMs };
+  } finally {
+    await source?.stop();
+    await server?.kill();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+async function baselineRun(browser: Browser, warmupS: number, seconds: number): Promise<Result> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "onair-bench-baseline-"));
+  const app = express();
+  const hlsJs = require.resolve("hls.js/dist/hls.min.js");
+  app.get("/", (_req, res) => {
+    res.type("html").send(`<!doctype html><video id="video" muted playsinline></video><script src="/hls.min.js"></script><script>
+      window.baselineStalls = 0;
+      var hls = new Hls();
+      hls.on(Hls.Events.ERROR, function (_e, d) { if (d.details === Hls.ErrorDetails.BUFFER_STALLED_ERROR) window.baselineStalls++; });
+      hls.loadSource("/hls/index.m3u8"); hls.attachMedia(document.getElementById("video"));
+      hls.on(Hls.Events.MANIFEST_PARSED, function () { document.getElementById("video").play(); });
+    </script>`);
+  });
+  app.get("/hls.min.js", (_req, res) => res.sendFile(hlsJs));
+  app.use("/hls", express.static(dir, { setHeaders: (res, file) => file.endsWith(".m3u8") && res.setHeader("cache-control", "no-cache") }));
+  const server = http.createServer(app);
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const base = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  const source = startSource(["-f", "hls", "-hls_time", "1", "-hls_list_size", "6", "-hls_flags", "delete_segments+independent_segments+temp_file", path.join(dir, "index.m3u8")]);
+  try {
+    let playableMs: number | undefined;
+    for (;;) {
+      if (fs.existsSync(path.join(dir, "index.m3u8"))) {
+        playableMs = Date.now() - source.startedAt;
+        break;
+      }
+      await sleep(10);
+    }
+    const page = await browser.newPage({ bypassCSP: true });
+    await page.goto(base);
+    const { latencies, stalls } = await watch(page, "baseline", warmupS, seconds);
+    await page.close();
+    return { name: "baseline (ffmpeg HLS 1 s, hls.js defaults)", latencies: latencies.map((l) => l[1]), stalls, playableMs };
+  } finally {
+    await source.stop();
+    server.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function main(): Promise<void> {
+  if (!fs.existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM} (apt-get install chromium)`);
+  const seconds = positiveIntFromEnv("BENCH_LATENCY_SECONDS", 60);
+  const warmup = positiveIntFromEnv("BENCH_WARMUP_SECONDS", 10);
+  console.log(`bench:latency — ${os.cpus().length} cores, ${ffmpegVersion(FFMPEG)}, Chromium headless, ${seconds} s measured per setup after ${warmup} s\n`);
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--autoplay-policy=no-user-gesture-required", "--disable-background-timer-throttling", "--disable-renderer-backgrounding"],
+  });
+  exitOnSignal(() => void browser.close());
+  try {
+    const onair = await onairRun(browser, warmup, seconds);
+    const baseline = await baselineRun(browser, warmup, seconds);
+    const rows = [onair, baseline].map((r) => [
+      r.name,
+      String(r.latencies.length),
+      fixed(median(r.latencies) / 1000, 3),
+      fixed(pct(r.latencies, 95) / 1000, 3),
+      fixed(Math.max(...r.latencies) / 1000, 3),
+      String(r.stalls),
+      r.playableMs !== undefined ? fixed(r.playableMs / 1000, 2) : "",
+      r.recoveryMs !== undefined ? fixed(r.recoveryMs / 1000, 3) : "",
+    ]);
+    console.log(formatTable(["setup", "frames", "p50 s", "p95 s", "max s", "stalls", "publish→playable s", "after stall +s"], rows));
+    const ratio = (a: number, b: number) => fixed(a / b, 2);
+    console.log(`\nonair / baseline: p50 ${ratio(median(onair.latencies), median(baseline.latencies))}×, p95 ${ratio(pct(onair.latencies, 95), pct(baseline.latencies, 95))}×`);
+    console.log("targets: onair p50 ≤ 0.85 s, p95 ≤ 1.0 s, 0 stalls (the injected one aside), within 0.15 s 10 s after a stall, publish→playable ≤ 1.5 s");
+    console.log("(the stall column counts the injected stall; 'after stall' is latency 10 s after it minus latency before it)");
+  } finally {
+    await browser.close();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
