@@ -1,5 +1,5 @@
 import * as HLS from "hls-parser";
-import { pushTestStream, waitFor, type Push } from "../helpers/media";
+import { probe, pushTestStream, waitFor, type Push } from "../helpers/media";
 import { apiClient, startTestServer, type Api, type TestServer } from "../helpers/server";
 
 // HLS over real HTTP from a real RTMP push: a live session's LL-HLS answered from memory
@@ -174,6 +174,31 @@ describe("an ended session's HLS, from disk", () => {
       const res = await fetch(base + p);
       expect([p, res.status]).toEqual([p, 404]);
       expect(await res.text()).not.toContain("SQLite");
+    }
+  });
+});
+
+describe("HLS_LOW_LATENCY=false", () => {
+  it("plain fMP4 HLS: 2 s segments, no parts or hints, still playable (ffprobe)", async () => {
+    const plain = await startTestServer({ HLS_LOW_LATENCY: "false" });
+    try {
+      const plainApi = apiClient(plain.apiUrl, plain.key);
+      const stream = (await plainApi("POST", "/stream", { name: "plain", profiles: PROFILES })).body as Stream;
+      const push = pushTestStream(`rtmp://127.0.0.1:${plain.server.rtmpPort}/live/${stream.streamKey}`, { seconds: 8 });
+      await waitFor("isActive", async () => (await plainApi("GET", `/stream/${stream.id}`)).body.isActive);
+      const url = `http://127.0.0.1:${plain.server.port}/hls/${stream.playbackId}/0/index.m3u8`;
+      const text = await (await fetch(url)).text();
+      const pl = media(text);
+      expect(pl.targetDuration).toBe(2);
+      expect(pl.partTargetDuration).toBeUndefined();
+      expect(text).not.toMatch(/#EXT-X-PART|PRELOAD-HINT/);
+      expect(pl.segments[0]!.duration).toBeCloseTo(2, 1);
+      const probed = await probe(url);
+      expect(probed.streams.find((x) => x.codec_type === "video")).toMatchObject({ codec_name: "h264", width: 320, height: 180 });
+      push.child.kill("SIGKILL");
+      await push.exited;
+    } finally {
+      await plain.stop();
     }
   });
 });
