@@ -56,7 +56,7 @@
 // MAX_LIVE_STREAMS_PER_USER raised to SOAK_PUBLISHERS when that is above the default 10.
 //
 // Settings (environment): SOAK_MINUTES (10), SOAK_PUBLISHERS (5), SOAK_READERS (50),
-// SOAK_API_RATE (20 requests/s), SOAK_BASELINE_SECONDS (15), SOAK_SEGMENT_SECONDS (2),
+// SOAK_API_RATE (20 requests/s), SOAK_BASELINE_SECONDS (15), SOAK_SEGMENT_SECONDS (1, the server's LL-HLS default),
 // SOAK_PROFILE (240p15 or passthrough); FFMPEG_PATH as for the server. Quick run: SOAK_MINUTES=1.
 
 import fs from "node:fs";

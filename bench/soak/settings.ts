@@ -20,7 +20,7 @@ export interface Settings {
 }
 
 export function readSettings(): Settings {
-  const segmentSeconds = positiveIntFromEnv("SOAK_SEGMENT_SECONDS", 2, 10);
+  const segmentSeconds = positiveIntFromEnv("SOAK_SEGMENT_SECONDS", 1, 10);
   const profile = process.env.SOAK_PROFILE || "240p15";
   if (profile !== "240p15" && profile !== "passthrough") throw new Error(`SOAK_PROFILE must be 240p15 or passthrough, got "${profile}"`);
   return {

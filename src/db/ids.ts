@@ -53,3 +53,14 @@ export function secretsEqual(stored: string, presented: string): boolean {
   const b = Buffer.from(sha256Hex(presented), "hex");
   return crypto.timingSafeEqual(a, b);
 }
+
+let lastStamp = 0;
+/**
+ * Wall-clock ms that never repeat or go back in this process: what orders a webhook against
+ * the events raised around it ("made before the event" is `createdAt <=`), which Date.now()
+ * alone cannot within one millisecond.
+ */
+export function orderedNow(): number {
+  lastStamp = Math.max(Date.now(), lastStamp + 1);
+  return lastStamp;
+}

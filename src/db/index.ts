@@ -20,7 +20,7 @@ export type { UserRecord } from "./repositories/users";
 export type { EventRecord, NewEvent } from "./repositories/events";
 export type { DeliveryRecord, DeliveryStatus, NewDelivery } from "./repositories/webhookDeliveries";
 export type { NewWebhookLog, WebhookLogRecord } from "./repositories/webhookLog";
-export { hashApiKey } from "./ids";
+export { hashApiKey, orderedNow } from "./ids";
 export { isStorageError, writeWhenStorageAllows } from "./storageErrors";
 export { startSweeping } from "./sweep";
 export { pruneWebhookHistory, type PrunedHistory } from "./history";

@@ -1,4 +1,4 @@
-import type { Store, StreamRecord, TargetRef } from "../db";
+import { orderedNow, type Store, type StreamRecord, type TargetRef } from "../db";
 import type { Logger } from "../log";
 import { presentStream, type EventName, type EventPayloads, type EventStream } from "../shapes";
 import { enqueueFanOut } from "../webhooks";
@@ -28,7 +28,7 @@ export function snapshotStream(stream: StreamRecord, targets: TargetRef[]): Even
 export function createEventSink(store: Store, log: Logger): EventSink {
   return {
     raise(name, streamId, payload) {
-      const at = Date.now();
+      const at = orderedNow();
       try {
         store.db
           .transaction(() => {

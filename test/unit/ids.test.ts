@@ -1,4 +1,4 @@
-import { hashApiKey, newApiKey, newPlaybackId, newStreamKey, randomChars } from "../../src/db/ids";
+import { hashApiKey, newApiKey, newPlaybackId, newStreamKey, orderedNow, randomChars } from "../../src/db/ids";
 
 describe("ids", () => {
   it("stream keys are four dash-separated groups of base36", () => {
@@ -21,5 +21,16 @@ describe("ids", () => {
   it("draws every character of the alphabet", () => {
     const seen = new Set(randomChars("abc", 300));
     expect([...seen].sort()).toEqual(["a", "b", "c"]);
+  });
+});
+
+describe("orderedNow", () => {
+  it("never repeats or goes back, and stays on the wall clock", () => {
+    const before = Date.now();
+    const stamps = Array.from({ length: 5000 }, () => orderedNow());
+    expect(stamps.every((s, i) => i === 0 || s > stamps[i - 1]!)).toBe(true);
+    expect(stamps[0]!).toBeGreaterThanOrEqual(before);
+    // 5000 calls run ahead of the clock by at most their count.
+    expect(stamps[stamps.length - 1]!).toBeLessThanOrEqual(Date.now() + 5000);
   });
 });

@@ -1,5 +1,5 @@
 import { statementCache, type Db } from "../connection";
-import { newId } from "../ids";
+import { newId, orderedNow } from "../ids";
 import type { Page, WebhookFailure, WebhookRecord } from "../types";
 import { selectPage, type PageRequest } from "./page";
 
@@ -53,7 +53,7 @@ export class WebhooksRepository {
         `INSERT INTO webhooks (id, user_id, name, url, events, shared_secret, stream_id, created_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       )
-      .run(id, userId, f.name, f.url, JSON.stringify(f.events), f.sharedSecret, f.streamId, Date.now());
+      .run(id, userId, f.name, f.url, JSON.stringify(f.events), f.sharedSecret, f.streamId, orderedNow());
     return this.get(id)!;
   }
 
