@@ -1,4 +1,3 @@
-import { audioCodecString, avcCodecFromSegment, parseInputStreams } from "../../src/media/codecs";
 import { even, loadLadder, renditionLadder } from "../../src/media/ladder";
 import { buildLiveArgs } from "../../src/media/liveArgs";
 import { buildMasterPlaylist, parseMediaPlaylist, withEndlist } from "../../src/media/playlists";
@@ -135,35 +134,6 @@ describe("playlists", () => {
       "0/index.m3u8",
       "",
     ]);
-  });
-});
-
-describe("codecs", () => {
-  it("reads avc1.PPCCLL from the SPS in a TS packet", () => {
-    const ts = Buffer.concat([Buffer.from([0x47, 0x41, 0x00, 0x10, 0, 0, 0, 1, 0x09, 0xf0]), Buffer.from([0, 0, 0, 1, 0x67, 0x64, 0x00, 0x1f, 0xac]), Buffer.alloc(20)]);
-    expect(avcCodecFromSegment(ts)).toBe("avc1.64001f");
-    expect(avcCodecFromSegment(Buffer.from([0, 0, 1, 0x67, 0x4d, 0x40, 0x1e, 0]))).toBe("avc1.4d401e");
-    expect(avcCodecFromSegment(Buffer.alloc(100))).toBeUndefined();
-  });
-
-  it("parses ffmpeg's description of an RTMP input", () => {
-    const log = [
-      "Input #0, flv, from 'rtmp://127.0.0.1:1935/live/k':",
-      "  Duration: 00:00:00.00, start: 0.000000, bitrate: N/A",
-      "  Stream #0:0: Audio: aac (LC), 48000 Hz, stereo, fltp, 128 kb/s",
-      "  Stream #0:1: Video: h264 (Constrained Baseline), yuv420p(progressive), 1280x720, 2500 kb/s, 30 fps, 30 tbr, 1k tbn",
-      "Output #0, hls, to 'out.m3u8':",
-      "  Stream #0:0: Video: h264, yuv420p, 640x360",
-    ].join("\n");
-    expect(parseInputStreams(log)).toEqual({
-      audio: { codec: "aac", profile: "LC" },
-      video: { codec: "h264", profile: "Constrained Baseline", width: 1280, height: 720, fps: 30 },
-    });
-    expect(audioCodecString({ codec: "aac", profile: "LC" })).toBe("mp4a.40.2");
-    expect(audioCodecString({ codec: "aac", profile: "HE-AAC" })).toBe("mp4a.40.5");
-    expect(audioCodecString({ codec: "mp3" })).toBe("mp4a.40.34");
-    expect(audioCodecString({ codec: "opus" })).toBeUndefined();
-    expect(audioCodecString(undefined)).toBeUndefined();
   });
 });
 
