@@ -17,6 +17,12 @@ export function writeAtomically(file: string, text: string | Buffer): void {
   fs.renameSync(tmp, file);
 }
 
+async function writeAtomicallyAsync(file: string, data: string | Buffer): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
+  await fs.promises.writeFile(tmp, data);
+  await fs.promises.rename(tmp, file);
+}
+
 /** Where a complete segment and its init segment are on disk. */
 export interface StoredSegment {
   file: string;
@@ -39,19 +45,22 @@ export class HlsFiles {
     for (const r of renditions) fs.mkdirSync(variantDir(this.outDir, r), { recursive: true });
   }
 
-  /** Throws when the disk refuses (the session decides what that means). */
-  write(rendition: Rendition, segment: HlsSegment, retired: HlsSegment[], playlist: string): StoredSegment {
+  /**
+   * Writes on the thread pool (the event loop keeps answering players meanwhile); callers
+   * write one segment after another. Rejects when the disk refuses (the session decides).
+   */
+  async write(rendition: Rendition, segment: HlsSegment, retired: HlsSegment[], playlist: string): Promise<StoredSegment> {
     const dir = variantDir(this.outDir, rendition);
     const mapFile = path.join(dir, segment.map.uri);
     const mapKey = `${rendition.index}/${segment.map.uri}`;
     if (!this.maps.has(mapKey)) {
-      writeAtomically(mapFile, segment.map.bytes);
+      await writeAtomicallyAsync(mapFile, segment.map.bytes);
       this.maps.add(mapKey);
     }
     const file = path.join(dir, segment.uri);
-    writeAtomically(file, segment.bytes!);
-    writeAtomically(path.join(dir, "index.m3u8"), playlist);
-    for (const old of retired) fs.rmSync(path.join(dir, old.uri), { force: true });
+    await writeAtomicallyAsync(file, segment.bytes!);
+    await writeAtomicallyAsync(path.join(dir, "index.m3u8"), playlist);
+    await Promise.all(retired.map((old) => fs.promises.rm(path.join(dir, old.uri), { force: true })));
     return { file, map: { uri: segment.map.uri, file: mapFile } };
   }
 }

@@ -5,7 +5,7 @@ import type { EventSink } from "../events";
 import { badName, rejected, type PublisherStats, type Refusal } from "../ingest";
 import type { Logger } from "../log";
 import { firstMsnFor, LivePackager, PART_SECONDS, renderMediaPlaylist, type HlsSegment, type LiveHls } from "../hls";
-import { AUDIO_BITRATE, endPlaylists, HlsFiles, writeAtomically, LivePipeline, renditionLadder, type ProcessEnd, type ProcessRegistry } from "../media";
+import { AUDIO_BITRATE, endPlaylists, HlsFiles, writeAtomically, type StoredSegment, LivePipeline, renditionLadder, type ProcessEnd, type ProcessRegistry } from "../media";
 import type { Rendition } from "../shapes";
 import type { LiveRates } from "../shapes";
 import type { LiveSessionMetrics, Metrics } from "../metrics";
@@ -131,10 +131,17 @@ export class StreamRuntime {
   /** The session's HLS: every run's fragments continue the same playlists. */
   private readonly packager: LivePackager;
   private readonly files: HlsFiles;
+  /**
+   * Segment writes, in order, off the event loop (the thread pool's): players' requests are
+   * not held up by the disk. The session's end waits for them.
+   */
+  private diskWork: Promise<void> = Promise.resolve();
   /** isActive is true and stream.started raised: a stream.idle is owed. */
   private active = false;
   private ending: { reason: EndReason; detail?: string } | undefined;
   private finished = false;
+  /** A segment write failed: the session is ending; later writes are skipped. */
+  private faulted = false;
   private restartTimer: NodeJS.Timeout | undefined;
   private windowTimer: NodeJS.Timeout | undefined;
   private watchdog: NodeJS.Timeout | undefined;
@@ -453,12 +460,22 @@ export class StreamRuntime {
     const track = this.packager.tracks[r.index]!;
     // Served from disk only when no packager answers: it cannot hold a request, so it offers none.
     const playlist = renderMediaPlaylist(track, { targetDuration: this.packager.targetDuration, serverControl: false });
-    let stored;
-    try {
-      stored = this.files.write(r, segment, retired, playlist);
-    } catch (err) {
-      return this.fault(err);
-    }
+    const run = this.runs - 1;
+    this.diskWork = this.diskWork.then(async () => {
+      if (this.faulted) return;
+      let stored;
+      try {
+        stored = await this.files.write(r, segment, retired, playlist);
+      } catch (err) {
+        this.faulted = true;
+        return this.fault(err);
+      }
+      this.segmentStored(r, segment, stored, run);
+    });
+  }
+
+  /** A segment is on disk: counted, and told to observers (recordings link it). */
+  private segmentStored(r: Rendition, segment: HlsSegment, stored: StoredSegment, run: number): void {
     const bytes = segment.size;
     // The first rendition stands for the source: one source segment per segment period.
     const source = r.index === 0;
@@ -473,7 +490,7 @@ export class StreamRuntime {
     this.metrics?.progress(delta.sourceSegmentsDuration);
     this.meters.segmentsWritten(bytes);
     this.write("segment counters", () => this.deps.store.sessions.addProgress(this.session.id, delta));
-    const written = { rendition: r, file: stored.file, uri: segment.uri, duration: segment.duration, seq: segment.msn, bytes, run: this.runs - 1, map: stored.map };
+    const written = { rendition: r, file: stored.file, uri: segment.uri, duration: segment.duration, seq: segment.msn, bytes, run, map: stored.map };
     for (const o of this.deps.observers) this.tell(o, "segmentWritten", () => o.segmentWritten?.(this.info, written));
   }
 
@@ -570,9 +587,18 @@ export class StreamRuntime {
     const end = this.ending ?? { reason: "publisher left" as const };
     const { reason } = end;
     this.metrics?.ended(reason);
-    // Players waiting on a live playlist get its end; the routes fall back to the disk's copy.
+    // Players waiting on a live playlist get its end; the routes fall back to the disk's copy
+    // once the last writes are on it.
     this.packager.end();
-    this.deps.liveHls.delete(this.info.playbackId, this.packager);
+    void this.diskWork.then(() => {
+      this.deps.liveHls.delete(this.info.playbackId, this.packager);
+      this.ended(end);
+    });
+  }
+
+  /** The end, once every segment is on disk: playlists ended, state and events written, observers told. */
+  private ended(end: { reason: EndReason; detail?: string }): void {
+    const { reason } = end;
     try {
       // The playlists end (players stop treating them as live); a session that never played leaves nothing.
       if (this.hasMedia) endPlaylists(this.info.hlsDir);
