@@ -432,7 +432,13 @@ export class StreamRuntime {
     this.active = true;
     this.metrics?.playable();
     this.log.info({ run: this.runs - 1 }, "stream is live: HLS playable");
-    for (const o of this.deps.observers) this.tell(o, "sessionLive", () => o.sessionLive(this.info));
+    // Observers work from the files (recordings link them, rendition pushes read them): they
+    // hear once the segments that made it playable are on disk.
+    const publisher = this.publisherId;
+    void this.diskWork.then(() => {
+      if (!this.active || this.ending || this.publisherId !== publisher) return;
+      for (const o of this.deps.observers) this.tell(o, "sessionLive", () => o.sessionLive(this.info));
+    });
   }
 
   /** The publisher is gone: isActive false and stream.idle now (spec 3.1), the session stays open. */
