@@ -184,6 +184,8 @@ async function startOnair(dataDir: string, settings: Settings): Promise<Onair> {
     FFMPEG_PATH: process.env.FFMPEG_PATH,
     // This bench finds how many ladders the machine really holds: no admission budget.
     TRANSCODE_BUDGET: "1000000",
+    // Each round starts fresh sessions: one ends as its publisher leaves, with no reconnect window.
+    RECONNECT_WINDOW_SECONDS: "0",
   });
   const server = await startServer(config, createLogger("silent"));
   const apiKey = server.firstUser?.apiKey;
