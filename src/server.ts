@@ -9,7 +9,7 @@ import { logCheckpoints, openStore, type Store } from "./db";
 import { lockDataDir } from "./instanceLock";
 import { startEvents, type EventSink, type RunningEvents } from "./events";
 import type { Logger } from "./log";
-import { createPublicServer, dashboardRouter, hlsRouter, operatorGate, playerRouter, recordingsRouter } from "./http";
+import { closeGracefully, createPublicServer, dashboardRouter, hlsRouter, operatorGate, playerRouter, recordingsRouter } from "./http";
 import { INGEST_APP, RtmpIngest } from "./ingest";
 import { LiveHls } from "./hls";
 import { ffmpegHasCmaf, locateFfmpeg, ProcessRegistry, reapLeftovers, type FfmpegLocation } from "./media";
@@ -311,15 +311,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         await processes.stopAll(2000);
         // Then HTTP and webhook delivery side by side, each with its own bound (3 s), so that
         // the whole stop stays well inside the 10 s a supervisor gives before SIGKILL.
-        const httpClosed = Promise.all([
-          publicServer.close(3_000),
-          new Promise<void>((resolve) => {
-            admin.close(() => resolve());
-            admin.closeIdleConnections();
-            // Requests still running after 3 s are cut: shutdown must not hang on a slow client.
-            setTimeout(() => admin.closeAllConnections(), 3_000).unref();
-          }),
-        ]);
+        const httpClosed = Promise.all([publicServer.close(3_000), closeGracefully(admin, 3_000)]);
         stopRetention();
         storage.stop();
         await Promise.all([httpClosed, stopEvents()]);

@@ -88,6 +88,7 @@ interface Waiter {
 export class LivePackager {
   readonly tracks: RenditionTrack[];
   readonly targetDuration: number;
+  /** PART-TARGET: known from the ladder, or (passthrough) measured on the first segment. */
   private partTargetSeconds: number | undefined;
   private warnedLongPart = false;
   private readonly waiters: Waiter[][];
@@ -115,6 +116,7 @@ export class LivePackager {
     );
     this.waiters = o.renditions.map(() => []);
     this.rendered = o.renditions.map(() => undefined);
+    this.partTargetSeconds = nominalPartTarget(o.renditions, o.exactParts !== false);
   }
 
   /** A run of ffmpeg: its pipes' bytes go in here, rendition by rendition. */
@@ -181,7 +183,7 @@ export class LivePackager {
 
   /** PART-TARGET, once known (before the first segment of a passthrough source it is not). */
   get partTarget(): number | undefined {
-    return this.partTargetSeconds ?? nominalPartTarget(this.o.renditions, this.o.exactParts !== false);
+    return this.partTargetSeconds;
   }
 
   /** Every rendition has a complete segment: the master playlist can be handed out. */
@@ -312,7 +314,7 @@ export class LivePackager {
 
   private settle(index: number, r: { closed?: HlsSegment; retired: HlsSegment[] }): void {
     if (!r.closed) return;
-    if (this.partTargetSeconds === undefined && nominalPartTarget(this.o.renditions) === undefined) {
+    if (this.partTargetSeconds === undefined) {
       // A passthrough source: PART-TARGET is its first segment's longest part, then fixed.
       this.partTargetSeconds = roundUpMs(Math.max(...r.closed.parts.map((p) => p.duration)));
     }

@@ -3,4 +3,4 @@ export { recordingsRouter } from "./recordings";
 export { dashboardRouter } from "./dashboard";
 export { playerRouter } from "./player";
 export { operatorGate } from "./operator";
-export { createPublicServer, type PublicServer, type TlsFiles } from "./publicServer";
+export { closeGracefully, createPublicServer, type PublicServer, type TlsFiles } from "./publicServer";

@@ -46,6 +46,15 @@ export function http2Handler(app: Express): (req: http2.Http2ServerRequest, res:
 
 const IDLE_SESSION_MS = 120_000;
 
+/** Stops listening, closes idle connections now and cuts requests still running after `graceMs`: shutdown never hangs on a slow client. */
+export function closeGracefully(server: http.Server, graceMs: number): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    setTimeout(() => server.closeAllConnections(), graceMs).unref();
+  });
+}
+
 export function createPublicServer(app: Express, files?: TlsFiles): PublicServer {
   const sockets = new Set<net.Socket>();
   if (!files) {
@@ -59,17 +68,7 @@ export function createPublicServer(app: Express, files?: TlsFiles): PublicServer
       socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
     });
     server.keepAliveTimeout = 65_000;
-    return {
-      server,
-      protocol: "http",
-      close: (graceMs = 3000) =>
-        new Promise<void>((resolve) => {
-          server.close(() => resolve());
-          server.closeIdleConnections();
-          // Requests still running after the grace are cut: shutdown must not hang on a slow client.
-          setTimeout(() => server.closeAllConnections(), graceMs).unref();
-        }),
-    };
+    return { server, protocol: "http", close: (graceMs = 3000) => closeGracefully(server, graceMs) };
   }
   const h2 = http2Handler(app);
   // HTTP/1.1 requests running per connection: an idle one is closed at once on shutdown.

@@ -52,14 +52,6 @@ export class LivePipeline {
 
   constructor(private readonly o: LivePipelineOptions) {}
 
-  get isPlayable(): boolean {
-    return this.playable;
-  }
-
-  get pid(): number | undefined {
-    return this.process?.pid;
-  }
-
   start(): void {
     const run = this.o.packager.startRun();
     this.run = run;

@@ -4,14 +4,14 @@ import type { SessionRecord, Store, StreamRecord } from "../db";
 import type { EventSink } from "../events";
 import { badName, rejected, type PublisherStats, type Refusal } from "../ingest";
 import type { Logger } from "../log";
-import { firstMsnFor, LivePackager, PART_SECONDS, renderMediaPlaylist, type HlsSegment, type LiveHls } from "../hls";
-import { AUDIO_BITRATE, endPlaylists, HlsFiles, writeAtomically, type StoredSegment, LivePipeline, renditionLadder, type ProcessEnd, type ProcessRegistry } from "../media";
-import type { Rendition } from "../shapes";
-import type { LiveRates } from "../shapes";
+import { PART_SECONDS, type HlsSegment, type LiveHls } from "../hls";
+import { endPlaylists, LivePipeline, renditionLadder, type ProcessEnd, type ProcessRegistry, type StoredSegment } from "../media";
+import type { LiveRates, Rendition } from "../shapes";
 import type { LiveSessionMetrics, Metrics } from "../metrics";
 import type { Health } from "./health";
 import { LiveMeters, SLOW_LIMIT, SLOW_WINDOW_MS } from "./liveMeters";
 import type { LiveSessionInfo, LiveSessionObserver } from "./observer";
+import { segmentCounters, SessionHls } from "./sessionHls";
 
 export interface StreamRuntimeDeps {
   store: Store;
@@ -129,19 +129,11 @@ export class StreamRuntime {
   /** Some run made the playlists playable: later runs continue them. */
   private hasMedia = false;
   /** The session's HLS: every run's fragments continue the same playlists. */
-  private readonly packager: LivePackager;
-  private readonly files: HlsFiles;
-  /**
-   * Segment writes, in order, off the event loop (the thread pool's): players' requests are
-   * not held up by the disk. The session's end waits for them.
-   */
-  private diskWork: Promise<void> = Promise.resolve();
+  private readonly hls: SessionHls;
   /** isActive is true and stream.started raised: a stream.idle is owed. */
   private active = false;
   private ending: { reason: EndReason; detail?: string } | undefined;
   private finished = false;
-  /** A segment write failed: the session is ending; later writes are skipped. */
-  private faulted = false;
   private restartTimer: NodeJS.Timeout | undefined;
   private windowTimer: NodeJS.Timeout | undefined;
   private watchdog: NodeJS.Timeout | undefined;
@@ -174,21 +166,20 @@ export class StreamRuntime {
       log: this.log,
     };
     this.meters = new LiveMeters(deps.segmentSeconds);
-    this.files = new HlsFiles(this.info.hlsDir);
-    this.packager = new LivePackager({
-      renditions: this.info.renditions,
+    this.hls = new SessionHls({
+      info: this.info,
+      sessionId: this.session.id,
+      startedAt: this.session.createdAt,
       lowLatency: deps.lowLatency,
-      segmentTarget: deps.segmentSeconds,
-      windowSegments: deps.listSize,
-      // Unique per session: a cached URL of an earlier session never names this one's media.
-      uriPrefix: this.session.id.slice(0, 8),
-      firstMsn: firstMsnFor(this.session.createdAt),
-      exactParts: deps.ffmpegCmaf !== false,
-      audioBitrate: AUDIO_BITRATE,
-      onSegment: (r, segment, retired) => this.segmentComplete(r, segment, retired),
-      warn: (fields, message) => this.log.warn(fields, message),
+      segmentSeconds: deps.segmentSeconds,
+      listSize: deps.listSize,
+      ffmpegCmaf: deps.ffmpegCmaf,
+      liveHls: deps.liveHls,
+      log: this.log,
+      run: () => this.runs - 1,
+      onStored: (r, segment, stored, run) => this.segmentStored(r, segment, stored, run),
+      onWriteFailed: (err) => this.fault(err),
     });
-    deps.liveHls.set(this.info.playbackId, this.packager);
     this.newPublisher(publisherId);
   }
 
@@ -285,7 +276,7 @@ export class StreamRuntime {
   async stop(reason: EndReason, detail?: string): Promise<void> {
     if (!this.ending) this.ending = { reason, detail };
     // Suspended or deleted: not one more playlist or part from memory while the run stops.
-    if (reason === "suspended" || reason === "deleted") this.deps.liveHls.delete(this.info.playbackId, this.packager);
+    if (reason === "suspended" || reason === "deleted") this.hls.unpublish();
     clearTimeout(this.windowTimer);
     this.windowTimer = undefined;
     const publisherId = this.publisherId;
@@ -336,7 +327,7 @@ export class StreamRuntime {
     this.meters.newRun();
     if (run === 0) {
       try {
-        this.files.reset(this.info.renditions);
+        this.hls.resetFiles();
       } catch (err) {
         return this.fault(err);
       }
@@ -348,7 +339,7 @@ export class StreamRuntime {
       segmentSeconds: this.deps.segmentSeconds,
       ...(this.deps.lowLatency ? { fragmentMicros: PART_SECONDS * 1e6 } : {}),
       cmaf: this.deps.ffmpegCmaf !== false,
-      packager: this.packager,
+      packager: this.hls.packager,
       workDir: this.info.hlsDir,
       log: this.log,
       registry: this.deps.registry,
@@ -410,9 +401,8 @@ export class StreamRuntime {
 
   private playable(p: LivePipeline): void {
     if (p !== this.pipeline || this.ending || this.publisherId === undefined) return;
-    // The master on disk: for the recording's copy and for players once the session has ended.
     try {
-      writeAtomically(path.join(this.info.hlsDir, "index.m3u8"), this.packager.master()!);
+      this.hls.writeMaster();
     } catch (err) {
       return this.fault(err);
     }
@@ -435,7 +425,7 @@ export class StreamRuntime {
     // Observers work from the files (recordings link them, rendition pushes read them): they
     // hear once the segments that made it playable are on disk.
     const publisher = this.publisherId;
-    void this.diskWork.then(() => {
+    this.hls.afterWrites(() => {
       if (!this.active || this.ending || this.publisherId !== publisher) return;
       for (const o of this.deps.observers) this.tell(o, "sessionLive", () => o.sessionLive(this.info));
     });
@@ -458,41 +448,10 @@ export class StreamRuntime {
     for (const o of this.deps.observers) this.tell(o, "sourceLost", () => o.sourceLost?.(this.info));
   }
 
-  /**
-   * A rendition's segment is complete: on disk (segment, init, then the plain playlist naming
-   * it) for recordings and pushes, counted, and told to observers.
-   */
-  private segmentComplete(r: Rendition, segment: HlsSegment, retired: HlsSegment[]): void {
-    const track = this.packager.tracks[r.index]!;
-    // Served from disk only when no packager answers: it cannot hold a request, so it offers none.
-    const playlist = renderMediaPlaylist(track, { targetDuration: this.packager.targetDuration, serverControl: false });
-    const run = this.runs - 1;
-    this.diskWork = this.diskWork.then(async () => {
-      if (this.faulted) return;
-      let stored;
-      try {
-        stored = await this.files.write(r, segment, retired, playlist);
-      } catch (err) {
-        this.faulted = true;
-        return this.fault(err);
-      }
-      this.segmentStored(r, segment, stored, run);
-    });
-  }
-
   /** A segment is on disk: counted, and told to observers (recordings link it). */
   private segmentStored(r: Rendition, segment: HlsSegment, stored: StoredSegment, run: number): void {
     const bytes = segment.size;
-    // The first rendition stands for the source: one source segment per segment period.
-    const source = r.index === 0;
-    const delta = {
-      sourceSegments: source ? 1 : 0,
-      sourceSegmentsDuration: source ? segment.duration : 0,
-      sourceBytes: source && !r.encode ? bytes : 0,
-      transcodedSegments: r.encode ? 1 : 0,
-      transcodedSegmentsDuration: r.encode ? segment.duration : 0,
-      transcodedBytes: r.encode ? bytes : 0,
-    };
+    const delta = segmentCounters(r, segment);
     this.metrics?.progress(delta.sourceSegmentsDuration);
     this.meters.segmentsWritten(bytes);
     this.write("segment counters", () => this.deps.store.sessions.addProgress(this.session.id, delta));
@@ -595,11 +554,7 @@ export class StreamRuntime {
     this.metrics?.ended(reason);
     // Players waiting on a live playlist get its end; the routes fall back to the disk's copy
     // once the last writes are on it.
-    this.packager.end();
-    void this.diskWork.then(() => {
-      this.deps.liveHls.delete(this.info.playbackId, this.packager);
-      this.ended(end);
-    });
+    this.hls.end(() => this.ended(end));
   }
 
   /** The end, once every segment is on disk: playlists ended, state and events written, observers told. */
