@@ -5,7 +5,9 @@
 // same shape and size, and reports onair as a ratio of that baseline: the ratio is what tells us
 // how much our own middleware, validation and SQLite cost, and it is comparable across runs.
 //
-// Settings (environment): BENCH_CONNECTIONS (default 20), BENCH_DURATION in seconds (default 10).
+// Settings (environment): BENCH_CONNECTIONS (default 20), BENCH_DURATION in seconds (default 10),
+// BENCH_DATABASE_URL (a PostgreSQL server: the same endpoints are measured again with state on a
+// throw-away database there, DATABASE_URL, beside SQLite's).
 
 import { randomUUID } from "node:crypto";
 import fs from "node:fs";
@@ -15,6 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
 import express from "express";
+import pg from "pg";
 import { loadConfig } from "../src/config";
 import { createLogger } from "../src/log";
 import { startServer } from "../src/server";
@@ -64,10 +67,10 @@ function readSettings(): Settings {
 // Servers
 
 /** The real service, exactly as `npm start` builds it, on a throwaway data directory. */
-async function startOnair(dataDir: string): Promise<OnairTarget> {
+async function startOnair(dataDir: string, env: Record<string, string> = {}): Promise<OnairTarget> {
   // The per-key rate limit (API_RATE_LIMIT) would answer most of this load with 429s: off, to
   // measure the endpoints themselves.
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", API_RATE_LIMIT: "0" });
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", API_RATE_LIMIT: "0", ...env });
   const server = await startServer(config, createLogger("silent"));
   const baseUrl = `http://127.0.0.1:${server.port}`;
   // A fresh data directory always yields a first user; without one there is nothing to measure.
@@ -163,10 +166,23 @@ async function startBaseline(): Promise<Target> {
 // ---------------------------------------------------------------------------------------------
 // Load
 
-function scenarios(onair: OnairTarget, baseline: Target, settings: Settings): Scenario[] {
+function scenarios(onair: OnairTarget, baseline: Target, settings: Settings, onPostgres?: OnairTarget): Scenario[] {
   const json = { "content-type": "application/json" };
   const postBody = JSON.stringify({ name: "bench" });
   const common = { connections: settings.connections, duration: settings.durationSeconds };
+  const pgGet: Scenario[] = onPostgres
+    ? [{ label: "onair GET /api/stream/{id} (PostgreSQL)", kind: "GET", isBaseline: false, options: { ...common, url: `${onPostgres.baseUrl}/api/stream/${onPostgres.streamId}`, headers: authHeaders(onPostgres.apiKey) } }]
+    : [];
+  const pgPost: Scenario[] = onPostgres
+    ? [
+        {
+          label: "onair POST /api/stream (PostgreSQL)",
+          kind: "POST",
+          isBaseline: false,
+          options: { ...common, url: `${onPostgres.baseUrl}/api/stream`, method: "POST", headers: { ...authHeaders(onPostgres.apiKey), ...json }, body: postBody },
+        },
+      ]
+    : [];
   // Each onair row directly follows its baseline so that both see similar machine conditions.
   return [
     {
@@ -181,6 +197,7 @@ function scenarios(onair: OnairTarget, baseline: Target, settings: Settings): Sc
       isBaseline: false,
       options: { ...common, url: `${onair.baseUrl}/api/stream/${onair.streamId}`, headers: authHeaders(onair.apiKey) },
     },
+    ...pgGet,
     {
       label: "bare POST /x",
       kind: "POST",
@@ -199,6 +216,7 @@ function scenarios(onair: OnairTarget, baseline: Target, settings: Settings): Sc
         body: postBody,
       },
     },
+    ...pgPost,
   ];
 }
 
@@ -296,10 +314,17 @@ async function main(): Promise<void> {
     targets.push(onair);
     const baseline = await startBaseline();
     targets.push(baseline);
+    const pg = process.env.BENCH_DATABASE_URL ? await throwAwayDatabase(process.env.BENCH_DATABASE_URL) : undefined;
+    let onPostgres: OnairTarget | undefined;
+    if (pg) {
+      const pgDir = path.join(dataDir, "pg");
+      onPostgres = await startOnair(pgDir, { DATABASE_URL: pg.url });
+      targets.push({ baseUrl: onPostgres.baseUrl, stop: async () => (await onPostgres!.stop(), await pg.drop()) });
+    }
 
     process.stderr.write("running:\n");
     const measured: Measured[] = [];
-    for (const scenario of scenarios(onair, baseline, settings)) measured.push(await measure(scenario));
+    for (const scenario of scenarios(onair, baseline, settings, onPostgres)) measured.push(await measure(scenario));
 
     process.stdout.write(report(measured, settings).join("\n") + "\n");
     // Numbers from failed requests are not a benchmark: make the failure visible to scripts too.
@@ -308,6 +333,25 @@ async function main(): Promise<void> {
     await Promise.all(targets.map((t) => t.stop()));
     removeDataDir();
   }
+}
+
+/** A database of its own on the PostgreSQL server, dropped after the run. */
+async function throwAwayDatabase(server: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const name = `onair_bench_${process.pid}`;
+  const admin = async (sql: string) => {
+    const c = new pg.Client({ connectionString: server });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
+  await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  await admin(`CREATE DATABASE "${name}"`);
+  const u = new URL(server);
+  u.pathname = `/${name}`;
+  return { url: u.toString(), drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
 }
 
 main().catch((err: unknown) => {

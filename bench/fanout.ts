@@ -27,21 +27,21 @@ import { positiveIntFromEnv } from "./lib";
 const WEBHOOKS = positiveIntFromEnv("BENCH_WEBHOOKS", 20_000);
 const CONCURRENCY = process.env.WEBHOOK_CONCURRENCY || "16";
 
-function freshStore(label: string, backgroundCheckpoints: boolean): { store: Store; dir: string; userId: string; streamId: string } {
+async function freshStore(label: string, backgroundCheckpoints: boolean): Promise<{ store: Store; dir: string; userId: string; streamId: string }> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), `onair-bench-fanout-${label}-`));
   // onair's server checkpoints from a thread; before, commits on the loop did.
-  const store = openStore(path.join(dir, "onair.db"), backgroundCheckpoints ? { checkpointInBackground: () => {} } : {});
-  const userId = store.users.getOrCreate("bench").id;
-  const streamId = store.streams.create({ userId, name: "cam", profiles: [], record: false, playbackPolicy: null }).id;
+  const store = await openStore(path.join(dir, "onair.db"), backgroundCheckpoints ? { checkpointInBackground: () => {} } : {});
+  const userId = (await store.users.getOrCreate("bench")).id;
+  const streamId = (await store.streams.create({ userId, name: "cam", profiles: [], record: false, playbackPolicy: null })).id;
   return { store, dir, userId, streamId };
 }
 
-function addWebhooks(store: Store, userId: string, url: string): void {
-  store.db.transaction(() => {
+async function addWebhooks(store: Store, userId: string, url: string): Promise<void> {
+  await store.transaction(async (tx) => {
     for (let i = 0; i < WEBHOOKS; i++) {
-      store.webhooks.create(userId, { name: `h${i}`, url: `${url}/${i}`, events: ["stream.started"], sharedSecret: "s", streamId: null });
+      await tx.webhooks.create(userId, { name: `h${i}`, url: `${url}/${i}`, events: ["stream.started"], sharedSecret: "s", streamId: null });
     }
-  })();
+  });
 }
 
 /** Runs `work` while the event-loop delay histogram records; the longest block and p99, in ms. */
@@ -56,9 +56,9 @@ async function loopDelay(work: () => Promise<void> | void): Promise<{ max: numbe
   return { max: h.max / 1e6, p99: h.percentile(99) / 1e6 };
 }
 
-async function until(done: () => boolean, timeoutMs: number, what: string): Promise<void> {
+async function until(done: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!done()) {
+  while (!(await done())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 2));
   }
@@ -71,7 +71,7 @@ server.listen(0, "127.0.0.1", () => process.send({ port: server.address().port }
 process.on("message", () => process.send({ received }));
 `;
 
-const count = (store: Store, sql: string) => (store.db.prepare(sql).get() as { n: number }).n;
+const count = async (store: Store, sql: string) => (await store.db.get<{ n: number }>(sql))!.n;
 
 async function main(): Promise<void> {
   // The receiver runs in a process of its own: what is measured is onair's loop alone.
@@ -85,25 +85,23 @@ async function main(): Promise<void> {
     });
 
   // Baseline: every delivery in the raising transaction.
-  const base = freshStore("baseline", false);
-  addWebhooks(base.store, base.userId, url);
-  const event = base.store.events.add({ userId: base.userId, streamId: base.streamId, name: "stream.started", createdAt: Date.now(), streamJson: "{}", payloadJson: "{}" });
-  const baseline = await loopDelay(() => {
-    base.store.db
-      .transaction(() => {
-        for (const w of base.store.webhooks.pageForUser(base.userId, 0, WEBHOOKS)) {
-          addDelivery(base.store, { webhookId: w.id, eventId: event.id, streamId: base.streamId, windowStart: event.createdAt, createdAt: Date.now() }, base.userId);
-        }
-      })
-      .immediate();
-  });
-  base.store.close();
+  const base = await freshStore("baseline", false);
+  await addWebhooks(base.store, base.userId, url);
+  const event = await base.store.events.add({ userId: base.userId, streamId: base.streamId, name: "stream.started", createdAt: Date.now(), streamJson: "{}", payloadJson: "{}" });
+  const baseline = await loopDelay(() =>
+    base.store.transaction(async (tx) => {
+      for (const w of await tx.webhooks.pageForUser(base.userId, 0, WEBHOOKS)) {
+        await addDelivery(tx, { webhookId: w.id, eventId: event.id, streamId: base.streamId, windowStart: event.createdAt, createdAt: Date.now() }, base.userId);
+      }
+    }),
+  );
+  await base.store.close();
   fs.rmSync(base.dir, { recursive: true, force: true });
 
   // onair: one row and one job, then the fan-out job's batches (the queue runs fan-outs only,
   // so the figure is the fan-out's own), then the delivery workers send them all.
-  const run = freshStore("onair", true);
-  addWebhooks(run.store, run.userId, url);
+  const run = await freshStore("onair", true);
+  await addWebhooks(run.store, run.userId, url);
   const silent = createLogger("silent");
   const fanOutQueue = new EmbeddedQueue(run.store.db, silent);
   fanOutQueue.process<FanOutJob>(EVENT_FANOUT_QUEUE, fanOutHandler(run.store, silent), { concurrency: 1 });
@@ -112,9 +110,9 @@ async function main(): Promise<void> {
   let t0 = 0;
   const fanOut = await loopDelay(async () => {
     t0 = performance.now();
-    createEventSink(run.store, silent).raise("stream.started", run.streamId, { sessionId: "s1" });
+    await createEventSink(run.store, silent).raise("stream.started", run.streamId, { sessionId: "s1" });
     raiseMs = performance.now() - t0;
-    await until(() => count(run.store, "SELECT COUNT(*) AS n FROM events WHERE fanout_after IS NOT NULL") === 0, 120_000, "the fan-out");
+    await until(async () => (await count(run.store, "SELECT COUNT(*) AS n FROM events WHERE fanout_after IS NOT NULL")) === 0, 120_000, "the fan-out");
     fanOutMs = performance.now() - t0;
   });
   await fanOutQueue.close();
@@ -132,7 +130,7 @@ async function main(): Promise<void> {
   });
   const deliverMs = performance.now() - t1;
   await events.stop();
-  run.store.close();
+  await run.store.close();
   fs.rmSync(run.dir, { recursive: true, force: true });
   receiver.kill();
   if (received !== WEBHOOKS) throw new Error(`the receiver got ${received} deliveries, not ${WEBHOOKS}`);

@@ -215,7 +215,8 @@ async function createStream(o: Onair, name: string, profiles: Profile[]): Promis
   return { id: body.id, streamKey: body.streamKey, playbackId: body.playbackId, renditions: renditionLadder(profiles, o.config.hlsSegmentSeconds) };
 }
 
-const isActive = (o: Onair, s: BenchStream) => o.server.store.streams.get(s.id)?.isActive === true;
+// The session manager is the only writer of isActive: its view is the database's, without a query.
+const isActive = (o: Onair, s: BenchStream) => o.server.sessions.liveSession(s.id)?.isLive === true;
 
 /** The pipeline writes `<DATA_DIR>/hls/<playbackId>/<i>/index.m3u8` (server.ts, liveArgs.ts). */
 const streamPlaylist = (o: Onair, s: BenchStream, r: Rendition) => variantPlaylist(path.join(o.config.dataDir, "hls", s.playbackId), r);

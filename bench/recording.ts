@@ -85,15 +85,15 @@ function linkRecording(template: string, dir: string): void {
 async function main(): Promise<void> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), "onair-bench-rec-"));
   try {
-    const store = openStore(path.join(work, "onair.db"));
-    const user = store.users.getOrCreate("bench");
-    const stream = store.streams.create({ userId: user.id, name: "bench", profiles: [], record: true, playbackPolicy: null });
+    const store = await openStore(path.join(work, "onair.db"));
+    const user = await store.users.getOrCreate("bench");
+    const stream = await store.streams.create({ userId: user.id, name: "bench", profiles: [], record: true, playbackPolicy: null });
     const template = path.join(work, "template");
     process.stdout.write(gib === undefined ? `making a ${seconds} s 720p recording…\n` : `making a ${gib} GiB recording…\n`);
     const what = await makeRecording(template);
     const { handle } = new RecordingFinalizer({
       store,
-      events: { raise: () => {} },
+      events: { raise: async () => {} },
       log: createLogger("silent"),
       registry: new ProcessRegistry(),
       ffmpegPath: ffmpeg,
@@ -104,16 +104,16 @@ async function main(): Promise<void> {
     const onair: number[] = [];
     const bare: number[] = [];
     const finalize = async (): Promise<number> => {
-      const session = store.sessions.start(stream);
-      store.sessions.end(session.id);
-      store.sessions.setRecordingStatus(session.id, "waiting");
+      const session = await store.sessions.start(stream);
+      await store.sessions.end(session.id);
+      await store.sessions.setRecordingStatus(session.id, "waiting");
       const dir = path.join(work, "recordings", session.id);
       fs.mkdirSync(dir, { recursive: true });
       linkRecording(template, dir);
       const t0 = process.hrtime.bigint();
       await handle({ id: session.id, queue: "bench", data: { sessionId: session.id }, attempt: 1 });
       const ms = Number(process.hrtime.bigint() - t0) / 1e6;
-      if (store.sessions.get(session.id)!.recordingStatus !== "ready") throw new Error("finalize did not end ready");
+      if ((await store.sessions.get(session.id))!.recordingStatus !== "ready") throw new Error("finalize did not end ready");
       fs.rmSync(dir, { recursive: true, force: true });
       return ms;
     };
@@ -140,7 +140,7 @@ async function main(): Promise<void> {
         onair.push(await finalize());
       }
     }
-    store.close();
+    await store.close();
 
     const o = median(onair);
     const b = median(bare);

@@ -7,7 +7,7 @@
 //     so more streams means more parallel lanes);
 //   - paced: BENCH_RATE events/s for BENCH_PACED_SECONDS; raise-to-receipt latency p50/p99, the
 //     "within 100 ms" promise under a steady load;
-//   - raise: what one raise() costs its caller (the SQLite transaction), in µs.
+//   - raise: what one raise() costs its caller (its transaction, until durable), in µs.
 // Receiver, workers and raiser share this process and its CPU, as they do in `npm start`.
 //
 // Settings (environment): BENCH_EVENTS (5000), BENCH_STREAMS (50), BENCH_RATE (200),
@@ -140,22 +140,23 @@ async function runAdapter(adapter: "embedded" | "bullmq", settings: Settings, re
     DESTINATION_ALLOW_HOSTS: "127.0.0.1,localhost",
     ...(adapter === "bullmq" ? { REDIS_URL: settings.redisUrl, REDIS_PREFIX: prefix } : {}),
   });
-  const store = openStore(config.dbPath);
+  const store = await openStore(config.dbPath);
   const running = await startEvents(config, store, createLogger("silent"));
   try {
-    const { events, streamIds } = setUp(store, running.events, receiver.url, settings.streams);
+    const { events, streamIds } = await setUp(store, running.events, receiver.url, settings.streams);
     let n = 0;
     const raise = (label: string) => events.raise("stream.started", streamIds[n++ % streamIds.length]!, { sessionId: label });
 
     process.stderr.write(`  ${adapter}: warm-up ${WARMUP_EVENTS}, `);
     const warm = Array.from({ length: WARMUP_EVENTS }, (_, i) => `${adapter}-warm-${i}`);
-    warm.forEach(raise);
+    for (const k of warm) await raise(k);
     await receiver.waitFor(warm, 60_000);
 
     process.stderr.write(`burst ${settings.events}, `);
     const burst = Array.from({ length: settings.events }, (_, i) => `${adapter}-burst-${i}`);
     const t0 = performance.now();
-    burst.forEach(raise);
+    // Raised as a caller does: each recorded (durable) before the next.
+    for (const k of burst) await raise(k);
     const raiseMicros = ((performance.now() - t0) * 1000) / burst.length;
     await receiver.waitFor(burst, 120_000);
     const lastArrival = Math.max(...burst.map((k) => receiver.arrivals.get(k)!));
@@ -172,7 +173,7 @@ async function runAdapter(adapter: "embedded" | "bullmq", settings: Settings, re
       const wait = due - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       raisedAt.set(paced[i]!, performance.now());
-      raise(paced[i]!);
+      void raise(paced[i]!);
     }
     await receiver.waitFor(paced, 60_000);
     const latencies = paced.map((k) => receiver.arrivals.get(k)! - raisedAt.get(k)!).sort((a, b) => a - b);
@@ -190,18 +191,17 @@ async function runAdapter(adapter: "embedded" | "bullmq", settings: Settings, re
     };
   } finally {
     await running.stop();
-    store.close();
+    await store.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
     if (adapter === "bullmq") await deleteRedisKeys(settings.redisUrl, prefix);
   }
 }
 
-function setUp(store: Store, events: EventSink, url: string, streams: number) {
-  const userId = store.users.getOrCreate("bench").id;
-  store.webhooks.create(userId, { name: "bench", url, events: ["stream.started"], sharedSecret: "bench-secret", streamId: null });
-  const streamIds = Array.from({ length: streams }, (_, i) =>
-    store.streams.create({ userId, name: `bench-${i}`, profiles: [], record: false, playbackPolicy: null }).id,
-  );
+async function setUp(store: Store, events: EventSink, url: string, streams: number) {
+  const userId = (await store.users.getOrCreate("bench")).id;
+  await store.webhooks.create(userId, { name: "bench", url, events: ["stream.started"], sharedSecret: "bench-secret", streamId: null });
+  const streamIds: string[] = [];
+  for (let i = 0; i < streams; i++) streamIds.push((await store.streams.create({ userId, name: `bench-${i}`, profiles: [], record: false, playbackPolicy: null })).id);
   return { events, streamIds };
 }
 

@@ -1,12 +1,14 @@
 import fs from "node:fs";
 import http from "node:http";
+import type net from "node:net";
+import os from "node:os";
 import express from "express";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import { createApp } from "./api";
-import { publicUrl, rtmpPublicUrl, type Config } from "./config";
+import { createApp, RedisRateLimiter } from "./api";
+import { databaseLocation, publicUrl, rtmpPublicUrl, type Config, type Role } from "./config";
 import { logCheckpoints, openStore, type Store } from "./db";
-import { lockDataDir } from "./instanceLock";
+import { lockDataDir, type InstanceLock } from "./instanceLock";
 import { startEvents, type EventSink, type RunningEvents } from "./events";
 import type { Logger } from "./log";
 import { closeGracefully, createPublicServer, dashboardRouter, hlsRouter, operatorGate, playerRouter, recordingsRouter } from "./http";
@@ -18,7 +20,9 @@ import { OutboundPolicy } from "./outbound";
 import { cachedReadiness, livenessRouter, probeDatabaseWritable, probeFfmpeg, readinessRouter, StorageWatch, STORAGE_RESERVE_BYTES } from "./health";
 import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "./metrics";
 import { expectedFinalizeJobs, finalizeJob, FINALIZE_QUEUE, Recorder, RecordingFinalizer, RecordingUrlSigner, startRetention, type FinalizeJob } from "./recordings";
-import { SessionManager } from "./sessions";
+import { SessionManager, StreamKeyIndex, type OrphanDeps } from "./sessions";
+import { LocalRecordingStore, S3RecordingStore, s3Client, type RecordingStore } from "./storage";
+import { ClusterNode, remoteLiveNode, sendNotice } from "./cluster";
 import { EVENT_FANOUT_QUEUE, startWebhookHistoryRetention, WEBHOOK_DELIVERY_QUEUE } from "./webhooks";
 
 /** Where the first start keeps the first API key, readable by the operator only (0600). */
@@ -36,6 +40,8 @@ export interface RunningServer {
   adminPort: number;
   /** e.g. http://127.0.0.1:8090 */
   adminUrl: string;
+  /** This process in the nodes table (NODE_ID). */
+  nodeId: string;
   ffmpeg: FfmpegLocation | undefined;
   sessions: SessionManager;
   /** Where domain events are raised (durable; each becomes webhook deliveries). */
@@ -51,19 +57,26 @@ export interface RunningServer {
 
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   const lock = lockDataDir(config.dataDir);
-  const ffmpeg = locateFfmpeg(config.ffmpegPath);
-  let store: Store;
+  // What has started so far, undone in reverse order if a later step fails.
+  const undo: (() => unknown)[] = [() => lock.release()];
   try {
-    store = openStore(config.dbPath, { checkpointInBackground: (p) => logCheckpoints(log, p) });
+    return await start(config, log, lock, undo);
   } catch (err) {
-    lock.release();
+    for (const u of undo.reverse()) await u();
     throw err;
   }
+}
+
+async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() => unknown)[]): Promise<RunningServer> {
+  const has = (role: Role) => config.roles.includes(role);
+  const ffmpeg = locateFfmpeg(config.ffmpegPath);
+  const store = await openStore(databaseLocation(config), { checkpointInBackground: (p) => logCheckpoints(log, p) });
+  undo.push(() => store.close());
 
   let firstUser: RunningServer["firstUser"];
-  if (store.users.count() === 0) {
-    const user = store.users.getOrCreate("admin");
-    firstUser = { name: user.name, apiKey: store.apiKeys.create(user.id) };
+  if ((await store.users.count()) === 0) {
+    const user = await store.users.getOrCreate("admin");
+    firstUser = { name: user.name, apiKey: await store.apiKeys.create(user.id) };
     // Also kept where only the operator can read it: the banner scrolls away, a log collector
     // keeps it for anyone who reads logs. Never written to the log itself.
     const keyFile = path.join(config.dataDir, FIRST_KEY_FILE);
@@ -71,15 +84,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     log.info({ userId: user.id, keyFile }, "empty data directory: created the first user and API key");
   }
 
-  // Recording URLs are signed with a secret of this data directory (made at the first start).
-  let recordingSigner: RecordingUrlSigner;
-  try {
-    recordingSigner = RecordingUrlSigner.open(config.dataDir);
-  } catch (err) {
-    store.close();
-    lock.release();
-    throw err;
-  }
+  // Recording URLs are signed with a secret of this data directory (made at the first start),
+  // or of the database that several nodes share.
+  const recordingSigner = store.db.dialect === "postgres" ? await RecordingUrlSigner.shared(store.db) : RecordingUrlSigner.open(config.dataDir);
   const signRecording = (sessionId: string) => recordingSigner.sign(sessionId);
 
   let resolvedPublicUrl = config.publicUrlSetting ?? "";
@@ -102,18 +109,13 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const outbound = new OutboundPolicy(config.outbound);
 
   // --- events → webhook deliveries (src/events, src/queue, src/webhooks) ---
-  // raise() writes the event, its deliveries and their jobs in one SQLite transaction (with
-  // REDIS_URL, the jobs then go on to BullMQ), and wakes this process's delivery workers.
-  let running: RunningEvents;
-  try {
-    running = await startEvents(config, store, log, { metrics, policy: outbound });
-  } catch (err) {
-    store.close();
-    lock.release();
-    throw err;
-  }
+  // raise() writes the event, its deliveries and their jobs in one transaction (with REDIS_URL,
+  // the jobs then go on to BullMQ), and wakes this process's delivery workers. Deliveries and
+  // fan-outs run on worker nodes only; the others enqueue them.
+  const eventsConfig = has("worker") ? config : { ...config, webhooks: { ...config.webhooks, concurrency: 0 } };
+  const running: RunningEvents = await startEvents(eventsConfig, store, log, { metrics, policy: outbound });
+  undo.push(() => running.stop());
   const events: EventSink = running.events;
-  const stopEvents = () => running.stop();
   // --- end of events ---
 
   // ffmpeg left running by a previous run that died (SIGKILL, a power cut) is killed first.
@@ -123,20 +125,26 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
 
   // --- recordings: segments of recorded sessions kept, finalized by a queue job ---
   const recordingsDir = path.join(config.dataDir, "recordings");
+  // With S3_ENDPOINT/S3_BUCKET, recordings go to the bucket too, where every node finds them.
+  const objects: RecordingStore = config.s3
+    ? new S3RecordingStore(s3Client(config.s3), config.s3.bucket, (id) => path.join(recordingsDir, id), log, (ms) => metrics.recordingUpload(ms))
+    : new LocalRecordingStore();
   const recorder = new Recorder({
     store,
     events,
+    objects,
     recordingsDir,
-    enqueueFinalize: (sessionId) => running.queue.enqueue<FinalizeJob>(FINALIZE_QUEUE, finalizeJob(sessionId)),
+    enqueueFinalize: (sessionId, within) => running.queue.enqueue<FinalizeJob>(FINALIZE_QUEUE, finalizeJob(sessionId), within),
   });
   // With Redis, a finalize job it lost is added again while the recording still waits.
   running.queue.expect(FINALIZE_QUEUE, () => expectedFinalizeJobs(store, 1_000));
-  const stopRecordingRetention = startRetention(store, recordingsDir, config.recordingsRetentionDays, log);
+  const stopRecordingRetention = startRetention(store, recordingsDir, config.recordingsRetentionDays, log, objects);
   const stopHistoryRetention = startWebhookHistoryRetention(store, config.webhookLogRetentionDays, log);
   const stopRetention = () => {
     stopRecordingRetention();
     stopHistoryRetention();
   };
+  undo.push(stopRetention);
   // --- end of recordings ---
 
   // --- live media: RTMP ingest → session manager → one ffmpeg pipeline per session ---
@@ -156,6 +164,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       void sessions.storageFailed(problem);
     },
   });
+  undo.push(() => storage.stop());
 
   // The pipeline pulls from the local RTMP server; a wildcard bind is reached on loopback.
   const rtmpHost = ["0.0.0.0", "::", ""].includes(config.host) ? "127.0.0.1" : config.host;
@@ -164,7 +173,15 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   // Pushes to multistream targets while a session is live. Shutdown ends every session first,
   // which finishes their pushes; processes.stopAll below stops any still draining.
   const multistream = new MultistreamManager({ store, events, log, registry: processes, ffmpegPath: ffmpeg?.path, policy: outbound });
+  const keys = new StreamKeyIndex(store, log);
+  // Sessions whose process is gone (a crash here, another node's death) end through this.
+  const orphans: OrphanDeps = { store, events, log, handOffRecording: (tx, streamId, sessionId) => recorder.handOff(tx, streamId, sessionId) };
   const sessions = new SessionManager({
+    keys,
+    nodeId: config.nodeId,
+    leaseMs: config.leaseMs,
+    orphans,
+    broadcast: sendNotice,
     store,
     events,
     log,
@@ -186,27 +203,42 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     storageProblem: () => storage.check(),
     publisherStats: (publisherId) => ingest?.publisherStats(publisherId),
   });
-  // Sessions a crashed run left open: closed with their stream.idle, then the recordings of
-  // every ended session not yet handed to finalize (recording.waiting after stream.idle, as at
-  // a normal end); all or nothing.
-  store.db.transaction(() => {
-    sessions.recoverAfterCrash();
-    recorder.recoverAfterCrash(store.sessions.listUnfinalizedRecordings());
-  })();
-  ingest = new RtmpIngest(sessions, log, {
-    mediaTimeoutMs: config.publishMediaTimeoutMs,
-    onReaderCut: () => metrics.readerCut(),
-    onPublisherStalled: () => metrics.publisherStalled(),
+  // Sessions a crashed run left open: closed with their stream.idle and their recordings handed
+  // to finalize; then the recordings of every ended session not yet handed to finalize.
+  await sessions.recoverAfterCrash(store.db.dialect === "sqlite");
+  await recorder.recoverAfterCrash(await store.sessions.listUnfinalizedRecordings());
+  // This process as a node: its heartbeat (and its streams' leases), the janitor, and on an
+  // ingest node the notices of other nodes. Its internal URL is known once HTTP listens.
+  const node = { id: config.nodeId, roles: [...config.roles], internalUrl: config.internalUrlSetting ?? null, startedAt: Date.now() };
+  const cluster = new ClusterNode({
+    store,
+    log,
+    node,
+    heartbeatMs: config.heartbeatMs,
+    leaseMs: config.leaseMs,
+    controlPollMs: config.controlPollMs,
+    orphans,
+    sessions: has("ingest") ? sessions : undefined,
+    databaseUrl: config.databaseUrl,
   });
-  try {
-    rtmpPort = await ingest.listen(config.rtmpPort, config.host);
-  } catch (err) {
-    stopRetention();
-    storage.stop();
-    await stopEvents();
-    store.close();
-    lock.release();
-    throw new Error(`cannot listen for RTMP on ${config.host}:${config.rtmpPort}: ${(err as Error).message}`);
+  await cluster.start();
+  undo.push(() => cluster.stop(true));
+  if (has("ingest")) {
+    // Admission reads keys from memory: loaded before the RTMP port opens.
+    await keys.start();
+    undo.push(() => keys.stop());
+    const rtmp = new RtmpIngest(sessions, log, {
+      mediaTimeoutMs: config.publishMediaTimeoutMs,
+      onReaderCut: () => metrics.readerCut(),
+      onPublisherStalled: () => metrics.publisherStalled(),
+    });
+    try {
+      rtmpPort = await rtmp.listen(config.rtmpPort, config.host);
+    } catch (err) {
+      throw new Error(`cannot listen for RTMP on ${config.host}:${config.rtmpPort}: ${(err as Error).message}`);
+    }
+    ingest = rtmp;
+    undo.push(() => rtmp.close());
   }
   // --- end of live media ---
 
@@ -216,56 +248,49 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     // The storage watch's last probe (every 2 s): a request never writes to the disk itself.
     storage: () => storage.current,
     ffmpeg: () => probeFfmpeg(ffmpeg?.path),
-    rtmp: () => (ingest?.listening ? undefined : "the RTMP server is not listening"),
+    rtmp: () => (!has("ingest") || ingest?.listening ? undefined : "the RTMP server is not listening"),
   });
   const operatorRouters = [readinessRouter(readiness), metricsRouter(metrics)];
   let adminAddress = `${config.adminHost}:${config.adminPort}`;
   const admin = http.createServer(express().disable("x-powered-by").use(livenessRouter(), ...operatorRouters));
   try {
-    await new Promise<void>((resolve, reject) => {
-      admin.once("error", reject);
-      admin.listen(config.adminPort, config.adminHost, () => resolve());
-    });
+    await listen(admin, config.adminPort, config.adminHost);
   } catch (err) {
-    await ingest.close();
-    stopRetention();
-    storage.stop();
-    await stopEvents();
-    store.close();
-    lock.release();
     throw new Error(`cannot listen for the operator (ADMIN_PORT) on ${adminAddress}: ${(err as Error).message}`);
   }
+  undo.push(() => admin.close());
   const adminPort = (admin.address() as AddressInfo).port;
   adminAddress = `${config.adminHost.includes(":") ? `[${config.adminHost}]` : config.adminHost}:${adminPort}`;
 
-  const app = createApp({ store, log, publicUrl: () => resolvedPublicUrl, signRecording, live: sessions, limits: config.limits, outbound }, [
-    hlsRouter(store, hlsDir, liveHls),
-    recordingsRouter(store, recordingsDir, recordingSigner),
+  // Live HLS of a stream another node packages is passed to that node (several nodes only).
+  const hls = hlsRouter(store, hlsDir, liveHls, store.db.dialect === "postgres" ? remoteLiveNode(store, config.nodeId) : undefined);
+  const pages = [
+    hls,
+    recordingsRouter(store, recordingsDir, recordingSigner, objects.kind === "s3" ? objects : undefined),
     livenessRouter(),
     operatorGate(config.metricsToken, () => adminAddress),
     ...operatorRouters,
     playerRouter(store, signRecording),
     dashboardRouter(() => rtmpPublicUrl(config, rtmpPort)),
-  ], metrics);
+  ];
+  // With Redis, every API node counts the same bucket per key (a key behind N nodes must not get N times its rate).
+  const rateRedis = config.redisUrl && has("api") ? sharedRateRedis(config.redisUrl) : undefined;
+  if (rateRedis) undo.push(() => rateRedis.disconnect());
+  const rateLimiter = rateRedis
+    ? new RedisRateLimiter(rateRedis, { perSecond: config.limits.apiRatePerSecond, burst: config.limits.apiRateBurst }, config.redisPrefix, log)
+    : undefined;
+  // A node without the api role serves HLS only: other nodes pass their viewers' requests to it.
+  const app = has("api")
+    ? createApp({ store, log, publicUrl: () => resolvedPublicUrl, signRecording, live: sessions, limits: config.limits, outbound, rateLimiter }, pages, metrics)
+    : express().disable("x-powered-by").use(hls, livenessRouter());
   const publicServer = createPublicServer(app, config.tls);
-  const server = publicServer.server;
-  try {
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(config.port, config.host, () => resolve());
-    });
-  } catch (err) {
-    admin.close();
-    await ingest.close();
-    stopRetention();
-    storage.stop();
-    await stopEvents();
-    store.close();
-    lock.release();
-    throw err;
-  }
-  const port = (server.address() as AddressInfo).port;
+  await listen(publicServer.server, config.port, config.host);
+  undo.push(() => publicServer.close(1_000));
+  const port = (publicServer.server.address() as AddressInfo).port;
   resolvedPublicUrl = publicUrl(config, port);
+  node.internalUrl = config.internalUrlSetting ?? internalUrl(config, port);
+  await cluster.beatNow();
+
   // Finalize only once PUBLIC_URL is known: recording.ready carries the recording's URLs.
   const finalizer = new RecordingFinalizer({
     store,
@@ -277,8 +302,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     links: () => ({ publicUrl: resolvedPublicUrl, sign: signRecording }),
     minFreeBytes: config.storageMinFreeBytes,
     stallMs: config.finalizeStallMs,
+    objects: objects.kind === "s3" ? objects : undefined,
   });
-  const finalizeWorker = running.queue.process<FinalizeJob>(FINALIZE_QUEUE, finalizer.handle, { concurrency: 1 });
+  const finalizeWorker = has("worker") ? running.queue.process<FinalizeJob>(FINALIZE_QUEUE, finalizer.handle, { concurrency: 1 }) : undefined;
 
   let stopped: Promise<void> | undefined;
   return {
@@ -290,6 +316,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     rtmpPort,
     adminPort,
     adminUrl: `http://${adminAddress}`,
+    nodeId: config.nodeId,
     ffmpeg,
     sessions,
     events,
@@ -301,25 +328,52 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
         // Finalize first: no job is taken from here on (ending the live sessions below enqueues
         // theirs, for the next start), and a remux running is stopped with its job released to
         // run again after the restart, this attempt not counted.
-        const finalizeStopped = finalizeWorker.close();
+        const finalizeStopped = finalizeWorker?.close();
         finalizer.interrupt();
         await finalizeStopped;
         // Live sessions next: publishers disconnected, playlists ended, isActive false and
         // stream.idle raised while the event sink still takes events.
         await sessions.shutdown();
-        await ingest.close();
+        await ingest?.close();
         await processes.stopAll(2000);
+        // Its streams' leases given back: another node may take a reconnecting publisher at once.
+        await cluster.stop(true);
         // Then HTTP and webhook delivery side by side, each with its own bound (3 s), so that
         // the whole stop stays well inside the 10 s a supervisor gives before SIGKILL.
         const httpClosed = Promise.all([publicServer.close(3_000), closeGracefully(admin, 3_000)]);
         stopRetention();
         storage.stop();
-        await Promise.all([httpClosed, stopEvents()]);
+        keys.stop();
+        await Promise.all([httpClosed, running.stop()]);
         await queueDepth?.close();
-        store.close();
+        rateRedis?.disconnect();
+        await store.close();
         lock.release();
       })()),
   };
+}
+
+/** The rate limit's own connection: no offline queue and a short timeout, so a Redis outage fails over to the local bucket at once. */
+function sharedRateRedis(url: string): import("ioredis").Redis {
+  // Loaded only with REDIS_URL, as the queue adapter is (about 170 ms).
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Redis } = require("ioredis") as typeof import("ioredis");
+  const redis = new Redis(url, { enableOfflineQueue: false, commandTimeout: 500, maxRetriesPerRequest: 1, retryStrategy: (n) => Math.min(n * 200, 2_000) });
+  redis.on("error", () => undefined); // the limiter says when it falls back
+  return redis;
+}
+
+function listen(server: net.Server, port: number, host: string): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+}
+
+/** Where other nodes reach this one: HOST as bound, or this machine's name when HOST is a wildcard. */
+function internalUrl(config: Config, port: number): string {
+  const host = ["0.0.0.0", "::", ""].includes(config.host) ? os.hostname() : config.host;
+  return `${config.tls ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}`;
 }
 
 export function banner(s: RunningServer, dataDir: string): string {

@@ -6,6 +6,7 @@
 import { logCheckpoints, openStore } from "./db";
 import { startEvents } from "./events";
 import { configOrExit, runMain, runUntilSignal } from "./lifecycle";
+import { databaseLocation } from "./config";
 import { createLogger } from "./log";
 
 runMain("onair worker", async () => {
@@ -16,16 +17,16 @@ runMain("onair worker", async () => {
   const log = createLogger(config.logLevel);
   const started = await runUntilSignal(log, {
     start: async () => {
-      const store = openStore(config.dbPath, { checkpointInBackground: (p) => logCheckpoints(log, p) });
-      const events = await startEvents(config, store, log).catch((err: unknown) => {
-        store.close();
+      const store = await openStore(databaseLocation(config), { checkpointInBackground: (p) => logCheckpoints(log, p) });
+      const events = await startEvents(config, store, log).catch(async (err: unknown) => {
+        await store.close();
         throw err;
       });
       return { store, events };
     },
     stop: async ({ store, events }) => {
       await events.stop();
-      store.close();
+      await store.close();
     },
     stopping: "worker shutting down: finishing the deliveries in flight",
   });

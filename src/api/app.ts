@@ -28,15 +28,15 @@ export function apiRoutes(deps: ApiDeps): Route[] {
  */
 function authenticator(deps: ApiDeps) {
   const limits = deps.limits ?? DEFAULT_LIMITS;
-  const limiter = new ApiRateLimiter({ perSecond: limits.apiRatePerSecond, burst: limits.apiRateBurst });
-  return (req: Request): string => {
+  const limiter = deps.rateLimiter ?? new ApiRateLimiter({ perSecond: limits.apiRatePerSecond, burst: limits.apiRateBurst });
+  return async (req: Request): Promise<string> => {
     const header = req.get("authorization");
     if (!header) throw new ApiError(401, ["missing authorization header: send `authorization: Bearer <API key>`"]);
     const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!match) throw new ApiError(401, ["authorization header must be `Bearer <API key>`"]);
-    const userId = deps.store.apiKeys.userIdForKey(match[1]!);
+    const userId = await deps.store.apiKeys.userIdForKey(match[1]!);
     if (!userId) throw new ApiError(401, ["invalid API key"]);
-    const retryAfter = limiter.take(match[1]!);
+    const retryAfter = await limiter.take(match[1]!);
     if (retryAfter !== undefined) {
       deps.log.debug({ userId, retryAfter }, "API rate limit exceeded");
       throw new ApiError(429, [`rate limit exceeded: at most ${limits.apiRatePerSecond} requests per second (burst ${limits.apiRateBurst}) per API key; retry after ${retryAfter} s`], { "retry-after": String(retryAfter) });

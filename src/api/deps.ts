@@ -3,6 +3,7 @@ import type { Store } from "../db";
 import type { Logger } from "../log";
 import type { OutboundPolicy } from "../outbound";
 import type { LiveControl } from "../sessions";
+import type { RateLimiter } from "./sharedRateLimit";
 
 export interface ApiDeps {
   store: Store;
@@ -16,4 +17,6 @@ export interface ApiDeps {
   limits?: LimitSettings;
   /** Checks webhook and target urls as they are written; refusing private ones when absent. */
   outbound?: OutboundPolicy;
+  /** The API rate limit's buckets (shared through Redis by several nodes); this process's own when absent. */
+  rateLimiter?: RateLimiter;
 }

@@ -60,10 +60,10 @@ function parseWith(schema: z.ZodType | undefined, value: unknown, where: string)
 }
 
 /** Mounts routes on a router; `authenticate` resolves the caller or throws a 401. */
-export function mountRoutes(router: Router, routes: Route[], authenticate: (req: Request) => string): void {
+export function mountRoutes(router: Router, routes: Route[], authenticate: (req: Request) => Promise<string>): void {
   for (const r of routes) {
     router[r.method](r.path, async (req: Request, res: Response) => {
-      const userId = r.auth === false ? "" : authenticate(req);
+      const userId = r.auth === false ? "" : await authenticate(req);
       const query = parseWith(r.query, req.query, "query");
       const body = parseWith(r.body, req.body ?? {}, "body");
       const result = await r.handle({ userId, body, query, params: req.params as Record<string, string>, req });

@@ -1,5 +1,5 @@
-import { ConfigError, loadConfig } from "../config";
-import { openStore } from "../db";
+import { ConfigError, databaseLocation, loadConfig } from "../config";
+import { openStore, type Store } from "../db";
 
 const USAGE = `usage: npm run -s cli -- keys create <user> | keys list [<user>] | keys revoke <id>
 
@@ -11,25 +11,25 @@ const USAGE = `usage: npm run -s cli -- keys create <user> | keys list [<user>] 
 
 The database is found through DATA_DIR (default ./storage), as for the server; the server may be running.`;
 
-function withStore<T>(fn: (store: ReturnType<typeof openStore>) => T): T {
-  const store = openStore(loadConfig().dbPath);
+async function withStore<T>(fn: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openStore(databaseLocation(loadConfig()));
   try {
-    return fn(store);
+    return await fn(store);
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
-function run(argv: string[]): number {
+async function run(argv: string[]): Promise<number> {
   const [group, command, userName, ...rest] = argv;
   if (group === "keys" && command === "list" && rest.length === 0) {
-    const keys = withStore((store) => store.apiKeys.list(userName));
+    const keys = await withStore((store) => store.apiKeys.list(userName));
     for (const k of keys) process.stdout.write(`${k.id}  ${k.userName}  ${new Date(k.createdAt).toISOString()}\n`);
     if (keys.length === 0) process.stderr.write(userName ? `onair cli: user "${userName}" has no API keys\n` : "onair cli: no API keys\n");
     return 0;
   }
   if (group === "keys" && command === "revoke" && userName && rest.length === 0) {
-    if (!withStore((store) => store.apiKeys.revoke(userName))) {
+    if (!(await withStore((store) => store.apiKeys.revoke(userName)))) {
       process.stderr.write(`onair cli: no API key with id ${userName} (see keys list)\n`);
       return 1;
     }
@@ -42,9 +42,9 @@ function run(argv: string[]): number {
       process.stderr.write("onair cli: the user name must be 1-200 characters\n");
       return 2;
     }
-    const key = withStore((store) => {
-      const created = store.apiKeys.create(store.users.getOrCreate(name).id);
-      process.stderr.write(`onair cli: key ${store.apiKeys.idForKey(created)} created for ${name}\n`);
+    const key = await withStore(async (store) => {
+      const created = await store.apiKeys.create((await store.users.getOrCreate(name)).id);
+      process.stderr.write(`onair cli: key ${await store.apiKeys.idForKey(created)} created for ${name}\n`);
       return created;
     });
     process.stdout.write(key + "\n");
@@ -54,9 +54,10 @@ function run(argv: string[]): number {
   return group === undefined || group === "help" || group === "--help" ? 0 : 2;
 }
 
-try {
-  process.exitCode = run(process.argv.slice(2));
-} catch (err) {
-  process.stderr.write(`onair cli: ${err instanceof ConfigError ? err.message : err instanceof Error ? err.message : String(err)}\n`);
-  process.exitCode = 1;
-}
+run(process.argv.slice(2)).then(
+  (code) => (process.exitCode = code),
+  (err: unknown) => {
+    process.stderr.write(`onair cli: ${err instanceof ConfigError ? err.message : err instanceof Error ? err.message : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,8 +1,11 @@
+import crypto from "node:crypto";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { allowHostEntry, type OutboundSettings } from "../outbound";
 import { MAX_RECONNECT_WINDOW_SECONDS } from "../shapes";
+import type { S3Settings } from "../storage";
 
 // The operator interface of DESIGN.md: every setting comes from the environment, is read
 // once at start-up and validated here, so a bad value stops the service with a clear message
@@ -110,6 +113,10 @@ export interface LimitSettings {
 }
 
 
+/** What a process may do (ONAIR_ROLES). */
+export const ROLES = ["api", "ingest", "worker"] as const;
+export type Role = (typeof ROLES)[number];
+
 export const DEFAULT_LIMITS: LimitSettings = {
   apiRatePerSecond: 50,
   apiRateBurst: 100,
@@ -158,6 +165,53 @@ const envSchema = z.object({
   PUBLIC_URL: optionalUrl("PUBLIC_URL", ["http:", "https:"]),
   RTMP_PUBLIC_URL: optionalUrl("RTMP_PUBLIC_URL", ["rtmp:", "rtmps:"]),
   REDIS_URL: optionalUrl("REDIS_URL", ["redis:", "rediss:"]),
+  /** State on PostgreSQL instead of the embedded SQLite file (DATA_DIR/onair.db). */
+  DATABASE_URL: optionalUrl("DATABASE_URL", ["postgres:", "postgresql:"]),
+  ONAIR_ROLES: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v.trim() === "") return [...ROLES];
+      const roles = v.split(",").map((r) => r.trim().toLowerCase()).filter(Boolean);
+      const unknown = roles.filter((r) => !(ROLES as readonly string[]).includes(r));
+      if (unknown.length > 0 || roles.length === 0) {
+        ctx.addIssue({ code: "custom", message: `ONAIR_ROLES must list some of ${ROLES.join(", ")} (comma-separated), got "${v}"` });
+        return z.NEVER;
+      }
+      return ROLES.filter((r) => roles.includes(r));
+    }),
+  NODE_ID: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === "") return undefined;
+      if (!/^[A-Za-z0-9_.:-]{1,64}$/.test(v)) {
+        ctx.addIssue({ code: "custom", message: `NODE_ID must be 1-64 letters, digits or _ . : -, got "${v}"` });
+        return z.NEVER;
+      }
+      return v;
+    }),
+  INTERNAL_URL: optionalUrl("INTERNAL_URL", ["http:", "https:"]),
+  // Recordings in S3-compatible object storage (both set), local disk otherwise.
+  S3_ENDPOINT: optionalUrl("S3_ENDPOINT", ["http:", "https:"]),
+  S3_BUCKET: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === "") return undefined;
+      if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(v)) {
+        ctx.addIssue({ code: "custom", message: `S3_BUCKET must be a bucket name (3-63 lower-case letters, digits, . and -), got "${v}"` });
+        return z.NEVER;
+      }
+      return v;
+    }),
+  S3_REGION: z.string().optional().transform((v) => (v ? v : "us-east-1")),
+  S3_ACCESS_KEY_ID: z.string().optional(),
+  S3_SECRET_ACCESS_KEY: z.string().optional(),
+  S3_FORCE_PATH_STYLE: flag("S3_FORCE_PATH_STYLE", true),
+  NODE_HEARTBEAT_SECONDS: integer("NODE_HEARTBEAT_SECONDS", 5, 1, 60, " (seconds)"),
+  NODE_LEASE_SECONDS: integer("NODE_LEASE_SECONDS", 15, 2, 600, " (seconds)"),
+  CONTROL_POLL_SECONDS: integer("CONTROL_POLL_SECONDS", 5, 1, 60, " (seconds)"),
   REDIS_PREFIX: z
     .string()
     .optional()
@@ -257,6 +311,22 @@ export interface Config {
   ffmpegPath: string | undefined;
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   dbPath: string;
+  /** DATABASE_URL: PostgreSQL; undefined keeps state in the SQLite file `dbPath`. */
+  databaseUrl: string | undefined;
+  /** What this process does (ONAIR_ROLES): serve the API, take publishes, run queue jobs. */
+  roles: Role[];
+  /** Names this process in the nodes table (NODE_ID; a fresh one per start by default). */
+  nodeId: string;
+  /** Where other nodes reach this one's HTTP (INTERNAL_URL); undefined: derived from HOST and the port bound. */
+  internalUrlSetting: string | undefined;
+  /** How often a node says it is alive and renews its streams' leases, ms. */
+  heartbeatMs: number;
+  /** A node not heard from for this long is gone: its streams may be taken, its sessions ended, ms. */
+  leaseMs: number;
+  /** How often an ingest node checks its live streams against the database (a missed notice), ms. */
+  controlPollMs: number;
+  /** S3_ENDPOINT and S3_BUCKET set: recordings are kept in that bucket too. */
+  s3: S3Settings | undefined;
   /** Target length of live HLS segments, seconds (and the encoded renditions' keyframe interval). */
   hlsSegmentSeconds: number;
   /** LL-HLS: parts, blocking playlist reload, preload hints. */
@@ -310,6 +380,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const e = parsed.data;
   const problems: string[] = [];
+  if (e.NODE_LEASE_SECONDS < 2 * e.NODE_HEARTBEAT_SECONDS) {
+    problems.push(`NODE_LEASE_SECONDS (${e.NODE_LEASE_SECONDS}) must be at least twice NODE_HEARTBEAT_SECONDS (${e.NODE_HEARTBEAT_SECONDS}): one late heartbeat must not cost a node its streams`);
+  }
+  if (e.ONAIR_ROLES.length < ROLES.length && e.DATABASE_URL === undefined) {
+    problems.push(`ONAIR_ROLES=${e.ONAIR_ROLES.join(",")} needs DATABASE_URL: the other roles run in other processes, which share state only through PostgreSQL`);
+  }
+  if ((e.S3_ENDPOINT === undefined) !== (e.S3_BUCKET === undefined)) {
+    problems.push("S3_ENDPOINT and S3_BUCKET go together: set both for recordings in object storage, or neither for the local disk");
+  }
   if (e.WEBHOOK_CONCURRENCY === 0 && e.REDIS_URL === undefined) {
     problems.push("WEBHOOK_CONCURRENCY=0 needs REDIS_URL: with the embedded queue, nothing else would deliver webhooks");
   }
@@ -345,6 +424,24 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ffmpegPath: e.FFMPEG_PATH,
     logLevel: e.LOG_LEVEL,
     dbPath: path.join(e.DATA_DIR, "onair.db"),
+    databaseUrl: e.DATABASE_URL,
+    roles: e.ONAIR_ROLES,
+    nodeId: e.NODE_ID ?? `${os.hostname().replace(/[^A-Za-z0-9_.-]/g, "-").slice(0, 40)}-${crypto.randomBytes(3).toString("hex")}`,
+    internalUrlSetting: e.INTERNAL_URL,
+    heartbeatMs: e.NODE_HEARTBEAT_SECONDS * 1000,
+    leaseMs: e.NODE_LEASE_SECONDS * 1000,
+    controlPollMs: e.CONTROL_POLL_SECONDS * 1000,
+    s3:
+      e.S3_ENDPOINT && e.S3_BUCKET
+        ? {
+            endpoint: e.S3_ENDPOINT,
+            bucket: e.S3_BUCKET,
+            region: e.S3_REGION,
+            accessKeyId: e.S3_ACCESS_KEY_ID ?? env.AWS_ACCESS_KEY_ID ?? "",
+            secretAccessKey: e.S3_SECRET_ACCESS_KEY ?? env.AWS_SECRET_ACCESS_KEY ?? "",
+            forcePathStyle: e.S3_FORCE_PATH_STYLE,
+          }
+        : undefined,
     hlsSegmentSeconds: e.HLS_SEGMENT_SECONDS || (e.HLS_LOW_LATENCY ? 1 : 2),
     hlsLowLatency: e.HLS_LOW_LATENCY,
     hlsListSize: e.HLS_LIST_SIZE,
@@ -387,4 +484,9 @@ export function publicUrl(config: Config, boundPort: number): string {
 /** RTMP_PUBLIC_URL: the ingest base that broadcasters put in OBS. */
 export function rtmpPublicUrl(config: Config, boundRtmpPort: number): string {
   return config.rtmpPublicUrlSetting ?? `rtmp://localhost:${boundRtmpPort}/live`;
+}
+
+/** Where state lives: PostgreSQL with DATABASE_URL, else the SQLite file in DATA_DIR. */
+export function databaseLocation(config: Pick<Config, "databaseUrl" | "dbPath">): { url: string } | { file: string } {
+  return config.databaseUrl ? { url: config.databaseUrl } : { file: config.dbPath };
 }

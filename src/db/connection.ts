@@ -1,11 +1,61 @@
 import fs from "node:fs";
 import path from "node:path";
 import Database from "better-sqlite3";
+import pg from "pg";
 import { sha256Hex } from "./ids";
+import { postgresDatabase, sqliteDatabase, type SqlDatabase } from "./sql";
 
 export type Db = Database.Database;
 
-const MIGRATIONS_DIR = path.join(__dirname, "migrations");
+const MIGRATIONS_DIR = path.join(__dirname, "migrations", "sqlite");
+const PG_MIGRATIONS_DIR = path.join(__dirname, "migrations", "postgres");
+
+/** Where state lives: a SQLite file (embedded), or a PostgreSQL URL (shared by several nodes). */
+export type DatabaseLocation = { file: string } | { url: string };
+
+/** Opens the database and brings its schema up to date. */
+export async function openSql(where: DatabaseLocation): Promise<SqlDatabase> {
+  if ("file" in where) return sqliteDatabase(openDatabase(where.file));
+  await migratePostgres(where.url);
+  return postgresDatabase(where.url);
+}
+
+/** An arbitrary constant: the advisory lock that makes nodes starting together migrate one at a time. */
+const MIGRATION_LOCK = 4_172_016;
+
+/**
+ * Applies PostgreSQL's numbered migrations not yet run, each in its own transaction, holding a
+ * session advisory lock meanwhile: several nodes may start at once, and one migrates while the
+ * others wait, then find nothing left to do.
+ */
+export async function migratePostgres(url: string, dir = PG_MIGRATIONS_DIR): Promise<number[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query("SELECT pg_advisory_lock($1)", [MIGRATION_LOCK]);
+    await client.query(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)",
+    );
+    const applied = new Set((await client.query<{ version: number }>("SELECT version FROM schema_migrations")).rows.map((r) => r.version));
+    const ran: number[] = [];
+    for (const m of readMigrations(dir)) {
+      if (applied.has(m.version)) continue;
+      await client.query("BEGIN");
+      try {
+        await client.query(m.sql);
+        await client.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)", [m.version, m.name, Date.now()]);
+        await client.query("COMMIT");
+      } catch (err) {
+        await client.query("ROLLBACK");
+        throw err;
+      }
+      ran.push(m.version);
+    }
+    return ran;
+  } finally {
+    await client.end();
+  }
+}
 
 /**
  * Opens (creating if needed) the SQLite database in WAL mode and applies every numbered

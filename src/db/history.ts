@@ -1,4 +1,4 @@
-import type { Db } from "./connection";
+import type { Sql } from "./sql";
 
 export interface PrunedHistory {
   attempts: number;
@@ -14,22 +14,21 @@ const BATCH = 1000;
  * settled deliveries, and events no delivery refers to any more. Pending deliveries, their
  * events and events not yet fanned out stay, whatever their age: nothing still owed is forgotten.
  */
-export function pruneWebhookHistory(db: Db, cutoff: number): PrunedHistory {
-  const batches = (sql: string) => {
-    const stmt = db.prepare(sql);
+export async function pruneWebhookHistory(q: Sql, cutoff: number): Promise<PrunedHistory> {
+  const batches = async (text: string) => {
     let total = 0;
     for (;;) {
-      const n = stmt.run(cutoff, BATCH).changes;
+      const n = await q.run(text, [cutoff, BATCH]);
       total += n;
       if (n < BATCH) return total;
     }
   };
   return {
-    attempts: batches("DELETE FROM webhook_log WHERE seq IN (SELECT seq FROM webhook_log WHERE created_at < ? LIMIT ?)"),
-    deliveries: batches(
+    attempts: await batches("DELETE FROM webhook_log WHERE seq IN (SELECT seq FROM webhook_log WHERE created_at < ? LIMIT ?)"),
+    deliveries: await batches(
       "DELETE FROM webhook_deliveries WHERE seq IN (SELECT seq FROM webhook_deliveries WHERE created_at < ? AND status != 'pending' LIMIT ?)",
     ),
-    events: batches(
+    events: await batches(
       `DELETE FROM events WHERE seq IN (
          SELECT e.seq FROM events e WHERE e.created_at < ? AND e.fanout_after IS NULL AND NOT EXISTS (SELECT 1 FROM webhook_deliveries d WHERE d.event_id = e.id) LIMIT ?)`,
     ),

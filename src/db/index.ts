@@ -1,8 +1,10 @@
 import { startCheckpointer } from "./checkpointer";
-import { openDatabase, type Db } from "./connection";
+import { openSql, type DatabaseLocation } from "./connection";
+import type { Sql, SqlDatabase } from "./sql";
 import { ApiKeysRepository } from "./repositories/apiKeys";
 import { EventsRepository } from "./repositories/events";
 import { MultistreamTargetsRepository } from "./repositories/multistreamTargets";
+import { NodesRepository } from "./repositories/nodes";
 import { SessionsRepository } from "./repositories/sessions";
 import { StreamsRepository } from "./repositories/streams";
 import { StreamTargetsRepository } from "./repositories/streamTargets";
@@ -12,7 +14,9 @@ import { WebhookLogRepository } from "./repositories/webhookLog";
 import { WebhooksRepository } from "./repositories/webhooks";
 
 export * from "./types";
-export { statementCache, type Db } from "./connection";
+export { statementCache, type Db, type DatabaseLocation } from "./connection";
+export type { Dialect, Sql, SqlDatabase } from "./sql";
+export { lockKey } from "./sql";
 export type { PageRequest } from "./repositories/page";
 export type { StreamChanges, StreamFilters } from "./repositories/streams";
 export type { WebhookFields } from "./repositories/webhooks";
@@ -20,14 +24,14 @@ export type { UserRecord } from "./repositories/users";
 export type { EventRecord, NewEvent } from "./repositories/events";
 export type { DeliveryRecord, DeliveryStatus, NewDelivery } from "./repositories/webhookDeliveries";
 export type { NewWebhookLog, WebhookLogRecord } from "./repositories/webhookLog";
-export { hashApiKey, orderedNow } from "./ids";
+export type { NodeRecord } from "./repositories/nodes";
+export { hashApiKey, orderedNow, secretsEqual, sha256Hex } from "./ids";
 export { isStorageError, writeWhenStorageAllows } from "./storageErrors";
 export { startSweeping } from "./sweep";
 export { pruneWebhookHistory, type PrunedHistory } from "./history";
 
-/** The database and one repository per table. */
-export interface Store {
-  db: Db;
+/** One repository per table, over the database or over one transaction. */
+export interface Repositories {
   users: UsersRepository;
   apiKeys: ApiKeysRepository;
   streams: StreamsRepository;
@@ -41,7 +45,19 @@ export interface Store {
   webhookDeliveries: WebhookDeliveriesRepository;
   /** Every delivery attempt (GET /webhook/{id}/log). */
   webhookLog: WebhookLogRepository;
-  close(): void;
+  /** Nodes alive, and which node runs which stream (several nodes on PostgreSQL). */
+  nodes: NodesRepository;
+}
+
+/** Repositories and the handle they run on: the store itself, or one of its transactions. */
+export type Tx = Repositories & { db: Sql };
+
+/** The database and its repositories. */
+export interface Store extends Repositories {
+  db: SqlDatabase;
+  /** Runs `work` in one transaction, with repositories bound to it; inside one, joins it. */
+  transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
 }
 
 export interface StoreOptions {
@@ -55,24 +71,36 @@ export interface StoreOptions {
 
 export { logCheckpoints } from "./checkpointer";
 
-export function openStore(file: string, options: StoreOptions = {}): Store {
-  const db = openDatabase(file);
-  const checkpointer = options.checkpointInBackground && file !== ":memory:" ? startCheckpointer(db, options.checkpointInBackground) : undefined;
+function repositoriesOver(q: Sql): Tx {
   return {
+    db: q,
+    users: new UsersRepository(q),
+    apiKeys: new ApiKeysRepository(q),
+    streams: new StreamsRepository(q),
+    sessions: new SessionsRepository(q),
+    targets: new MultistreamTargetsRepository(q),
+    streamTargets: new StreamTargetsRepository(q),
+    webhooks: new WebhooksRepository(q),
+    events: new EventsRepository(q),
+    webhookDeliveries: new WebhookDeliveriesRepository(q),
+    webhookLog: new WebhookLogRepository(q),
+    nodes: new NodesRepository(q),
+  };
+}
+
+/** Opens the store: a SQLite file (a path, or `{file}`), or PostgreSQL (`{url}`). */
+export async function openStore(where: string | DatabaseLocation, options: StoreOptions = {}): Promise<Store> {
+  const db = await openSql(typeof where === "string" ? { file: where } : where);
+  const file = typeof where === "string" ? where : "file" in where ? where.file : undefined;
+  const checkpointer =
+    options.checkpointInBackground && db.sqlite && file !== ":memory:" ? startCheckpointer(db.sqlite, options.checkpointInBackground) : undefined;
+  return {
+    ...repositoriesOver(db),
     db,
-    users: new UsersRepository(db),
-    apiKeys: new ApiKeysRepository(db),
-    streams: new StreamsRepository(db),
-    sessions: new SessionsRepository(db),
-    targets: new MultistreamTargetsRepository(db),
-    streamTargets: new StreamTargetsRepository(db),
-    webhooks: new WebhooksRepository(db),
-    events: new EventsRepository(db),
-    webhookDeliveries: new WebhookDeliveriesRepository(db),
-    webhookLog: new WebhookLogRepository(db),
-    close: () => {
+    transaction: (work) => db.transaction((tx) => work(repositoriesOver(tx))),
+    close: async () => {
       checkpointer?.stop();
-      db.close();
+      await db.close();
     },
   };
 }

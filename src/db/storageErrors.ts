@@ -4,10 +4,17 @@
 
 const STORAGE_ERROR_CODES = ["SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_CANTOPEN"];
 
-/** SQLite could not write for want of storage (full, read-only or failing disk). */
+/**
+ * PostgreSQL's equivalents, and its absence: disk full, out of memory, a read-only server, a
+ * server shutting down or unreachable (SQLSTATE classes 53, 57P, 08, and socket errors).
+ */
+const PG_UNAVAILABLE = /^(53\d{3}|57P0[1-3]|08\d{3}|25006|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE)$/;
+
+/** The database could not write for want of storage (full, read-only or failing disk) or could not be reached. */
 export function isStorageError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === "string" && STORAGE_ERROR_CODES.some((c) => code === c || code.startsWith(`${c}_`));
+  if (typeof code !== "string") return /Connection terminated/.test(String((err as Error | null)?.message));
+  return STORAGE_ERROR_CODES.some((c) => code === c || code.startsWith(`${c}_`)) || PG_UNAVAILABLE.test(code);
 }
 
 /**
@@ -17,14 +24,14 @@ export function isStorageError(err: unknown): boolean {
  * error, are thrown.
  */
 export async function writeWhenStorageAllows<T>(
-  write: () => T,
+  write: () => T | Promise<T>,
   opts: { everyMs?: number; forMs?: number; giveUp?: () => boolean } = {},
 ): Promise<T> {
   const { everyMs = 1000, forMs = 20_000, giveUp } = opts;
   const deadline = Date.now() + forMs;
   for (;;) {
     try {
-      return write();
+      return await write();
     } catch (err) {
       // Shutting down: no more waiting (the job's lease hands it to the next run).
       if (!isStorageError(err) || Date.now() + everyMs > deadline || giveUp?.()) throw err;

@@ -45,6 +45,8 @@ export interface SessionRecord extends SegmentCounters {
   recordingError: string | null;
   /** Why the live session ended (LiveSession's describeEnd); null while live. */
   endReason: string | null;
+  /** The node that ran it (null: a run from before nodes were recorded). */
+  nodeId: string | null;
 }
 
 export interface TargetRecord {

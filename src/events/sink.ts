@@ -1,4 +1,4 @@
-import { orderedNow, type Store, type StreamRecord, type TargetRef } from "../db";
+import { orderedNow, type Store, type StreamRecord, type TargetRef, type Tx } from "../db";
 import type { Logger } from "../log";
 import { presentStream, type EventName, type EventPayloads, type EventStream } from "../shapes";
 import { enqueueFanOut } from "../webhooks";
@@ -7,10 +7,12 @@ import { enqueueFanOut } from "../webhooks";
 export interface EventSink {
   /**
    * Records that `name` happened to the parent stream `streamId` now. Durable once it
-   * returns: each webhook registered for it will receive it, across restarts.
-   * Synchronous and cheap (one SQLite transaction); throws only if it could not record it.
+   * resolves: each webhook registered for it will receive it, across restarts. Cheap (one
+   * transaction); rejects only if it could not record it. Events raised by this process are
+   * recorded in the order raised. `within`: recorded in that transaction, with the state change
+   * it reports (committed or rolled back together).
    */
-  raise<N extends EventName>(name: N, streamId: string, payload: EventPayloads[N]): void;
+  raise<N extends EventName>(name: N, streamId: string, payload: EventPayloads[N], within?: Tx): Promise<void>;
 }
 
 /** The stream as deliveries show it: the API's stream object without its key. */
@@ -26,34 +28,40 @@ export function snapshotStream(stream: StreamRecord, targets: TargetRef[]): Even
  * the path that raised it, and wakes the workers at once.
  */
 export function createEventSink(store: Store, log: Logger): EventSink {
+  const record = async (name: EventName, streamId: string, payload: unknown, at: number, within?: Tx) => {
+    const transaction = within ? <T>(work: (tx: Tx) => Promise<T>) => within.db.transaction(() => work(within)) : store.transaction;
+    await transaction(async (tx) => {
+      const stream = await tx.events.streamIncludingDeleted(streamId);
+      if (!stream) {
+        log.warn({ event: name, streamId }, "event raised for an unknown stream: no owner to tell");
+        return;
+      }
+      if (!(await tx.webhooks.anyForUser(stream.userId))) return;
+      const event = await tx.events.add({
+        userId: stream.userId,
+        streamId,
+        name,
+        createdAt: at,
+        streamJson: JSON.stringify(snapshotStream(stream, await tx.streamTargets.listForStream(streamId))),
+        payloadJson: JSON.stringify(payload),
+      });
+      await enqueueFanOut(tx.db, event);
+    });
+  };
+  // One at a time, in the order raised: a stream's events keep their order in the table.
+  let tail: Promise<unknown> = Promise.resolve();
   return {
-    raise(name, streamId, payload) {
+    raise(name, streamId, payload, within) {
       const at = orderedNow();
-      try {
-        store.db
-          .transaction(() => {
-            const stream = store.events.streamIncludingDeleted(streamId);
-            if (!stream) {
-              log.warn({ event: name, streamId }, "event raised for an unknown stream: no owner to tell");
-              return;
-            }
-            if (!store.webhooks.anyForUser(stream.userId)) return;
-            const event = store.events.add({
-              userId: stream.userId,
-              streamId,
-              name,
-              createdAt: at,
-              streamJson: JSON.stringify(snapshotStream(stream, store.streamTargets.listForStream(streamId))),
-              payloadJson: JSON.stringify(payload),
-            });
-            enqueueFanOut(store.db, event);
-          })
-          .immediate();
-      } catch (err) {
+      // In the caller's transaction: its order is the transaction's (waiting for the tail
+      // could wait on a write queued behind that very transaction).
+      const done = within ? record(name, streamId, payload, at, within) : tail.then(() => record(name, streamId, payload, at));
+      if (!within) tail = done.catch(() => undefined);
+      return done.catch((err: unknown) => {
         // Not durable, so say so: the caller must not believe the event was recorded.
         log.error({ err, event: name, streamId }, "could not record an event");
         throw err;
-      }
+      });
     },
   };
 }

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import express from "express";
-import type { Db } from "../db";
+import type { SqlDatabase } from "../db";
 
 export { judgeFreeSpace, MIN_FREE_BYTES, probeStorageWritable, StorageWatch, STORAGE_RESERVE_BYTES, STORAGE_WATCH_MS, type StorageWatchOptions } from "./storage";
 
@@ -11,7 +11,7 @@ export const READINESS_CHECKS = ["database", "storage", "ffmpeg", "rtmp"] as con
 export type ReadinessCheck = (typeof READINESS_CHECKS)[number];
 
 /** Each check throws (or returns a message) when it fails; returns nothing when it passes. */
-export type ReadinessProbes = Record<ReadinessCheck, () => string | void>;
+export type ReadinessProbes = Record<ReadinessCheck, () => string | void | Promise<string | void>>;
 
 export interface Readiness {
   status: 200 | 503;
@@ -26,11 +26,11 @@ export function judgeReadiness(results: Record<ReadinessCheck, string | undefine
 }
 
 /** Runs every probe; a probe that throws has failed with its message. */
-export function checkReadiness(probes: ReadinessProbes): Readiness {
+export async function checkReadiness(probes: ReadinessProbes): Promise<Readiness> {
   const results = {} as Record<ReadinessCheck, string | undefined>;
   for (const c of READINESS_CHECKS) {
     try {
-      results[c] = probes[c]() || undefined;
+      results[c] = (await probes[c]()) || undefined;
     } catch (err) {
       results[c] = err instanceof Error ? err.message : String(err);
     }
@@ -39,7 +39,20 @@ export function checkReadiness(probes: ReadinessProbes): Readiness {
 }
 
 /** The database takes a write: the write lock is taken and given back, nothing is written. */
-export function probeDatabaseWritable(db: Db, lockWaitMs = 1000): string | void {
+export async function probeDatabaseWritable(store: SqlDatabase, lockWaitMs = 1000): Promise<string | void> {
+  const db = store.sqlite;
+  if (!db) {
+    // PostgreSQL: an UPDATE that changes no row still needs a writable server and transaction.
+    try {
+      await withTimeout(
+        store.run("UPDATE schema_migrations SET name = name WHERE version < 0"),
+        lockWaitMs * 3,
+      );
+      return;
+    } catch (err) {
+      return `not writable: ${(err as Error).message}`;
+    }
+  }
   // Another process (cli, worker) may hold the lock for a moment: wait briefly, not the
   // connection's 5 s, as this blocks the event loop while it waits.
   const previous = db.pragma("busy_timeout", { simple: true }) as number;
@@ -70,12 +83,18 @@ export function probeFfmpeg(ffmpegPath: string | undefined): string | void {
  * disk, which a load balancer polling every few hundred ms (or anyone, on a public port)
  * must not be able to multiply.
  */
-export function cachedReadiness(probes: ReadinessProbes, ttlMs = READINESS_CACHE_MS, now: () => number = Date.now): () => Readiness {
-  let last: { at: number; readiness: Readiness } | undefined;
+export function cachedReadiness(probes: ReadinessProbes, ttlMs = READINESS_CACHE_MS, now: () => number = Date.now): () => Promise<Readiness> {
+  let last: { at: number; readiness: Promise<Readiness> } | undefined;
   return () => {
     if (!last || now() - last.at >= ttlMs) last = { at: now(), readiness: checkReadiness(probes) };
     return last.readiness;
   };
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)));
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 /** How long a readiness answer is reused. */
@@ -89,10 +108,10 @@ export function livenessRouter(): express.Router {
 }
 
 /** `GET /readyz`: whether this server can do its work (the operator's listener, or behind METRICS_TOKEN). */
-export function readinessRouter(readiness: () => Readiness): express.Router {
+export function readinessRouter(readiness: () => Promise<Readiness>): express.Router {
   const router = express.Router();
-  router.get("/readyz", (_req, res) => {
-    const r = readiness();
+  router.get("/readyz", async (_req, res) => {
+    const r = await readiness();
     res.set("cache-control", "no-store").status(r.status).json(r.body);
   });
   return router;

@@ -1,3 +1,5 @@
+import http from "node:http";
+import https from "node:https";
 import path from "node:path";
 import zlib from "node:zlib";
 import express, { type Request, type Response } from "express";
@@ -31,7 +33,44 @@ function sendPlaylist(req: Request, res: Response, text: string, cacheControl: s
   res.send(Buffer.from(text));
 }
 
-export function hlsRouter(store: Store, hlsDir: string, live: LiveHls): express.Router {
+/** Marks a request one node passed to another: it is answered there, never passed on again. */
+const PROXIED = "x-onair-proxied";
+
+/** Response headers a proxied HLS answer keeps. */
+const PROXIED_HEADERS = ["content-type", "content-length", "content-encoding", "cache-control", "vary", "etag", "last-modified"];
+
+/**
+ * Passes an HLS request to the node packaging the stream (its internal URL) and its answer back,
+ * blocking reloads included: the player waits on that node's packager as it would here. A node
+ * that does not answer is a 502 (players retry; the stream's next session may be elsewhere).
+ */
+function proxy(req: Request, res: Response, base: string): Promise<void> {
+  return new Promise((resolve) => {
+    const url = new URL(req.originalUrl, base);
+    const headers = { "accept-encoding": req.get("accept-encoding") ?? "", [PROXIED]: "1" };
+    const upstream = (url.protocol === "https:" ? https : http).get(url, { headers, timeout: 15_000 }, (up) => {
+      res.status(up.statusCode ?? 502);
+      for (const h of PROXIED_HEADERS) if (up.headers[h] !== undefined) res.set(h, up.headers[h] as string);
+      up.pipe(res);
+      up.on("end", resolve);
+      up.on("error", () => (res.destroy(), resolve()));
+    });
+    upstream.on("timeout", () => upstream.destroy(new Error("timed out")));
+    upstream.on("error", () => {
+      if (!res.headersSent) res.status(502).json({ errors: ["the node packaging this stream did not answer: retry"] });
+      else res.destroy();
+      resolve();
+    });
+    // The player went away: so does the request it was waiting on.
+    res.on("close", () => upstream.destroy());
+  });
+}
+
+/**
+ * `remote`: where a stream live on another node is packaged (several nodes), or nothing: every
+ * live stream of this node is in `live`.
+ */
+export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, remote?: (playbackId: string) => Promise<string | undefined>): express.Router {
   const router = express.Router();
 
   router.use("/hls", (_req, res, next) => {
@@ -41,9 +80,9 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls): express.
   });
 
   /** An ended session's files (or a live one's that left memory): looked up, then read from disk. */
-  const fromDisk = (res: Response, playbackId: string, parts: string[]) => {
+  const fromDisk = async (res: Response, playbackId: string, parts: string[]) => {
     // Only names of our own making reach the file system: nothing can climb out of hlsDir.
-    if (!store.streams.getByPlaybackId(playbackId)) return notFound(res);
+    if (!(await store.streams.getByPlaybackId(playbackId))) return notFound(res);
     const ext = path.extname(parts[parts.length - 1]!);
     const playlist = ext === ".m3u8";
     res.sendFile(path.join(playbackId, ...parts), {
@@ -58,11 +97,18 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls): express.
     });
   };
 
-  router.get("/hls/:playbackId/index.m3u8", (req, res) => {
+  /** Not live here: live on another node (proxied), or ended (its files). */
+  const elsewhere = async (req: Request, res: Response, playbackId: string, parts: string[]) => {
+    const base = req.get(PROXIED) ? undefined : await remote?.(playbackId);
+    if (base) return proxy(req, res, base);
+    return fromDisk(res, playbackId, parts);
+  };
+
+  router.get("/hls/:playbackId/index.m3u8", async (req, res) => {
     const { playbackId } = req.params;
     if (!PLAYBACK_ID.test(playbackId)) return notFound(res);
     const packager = live.get(playbackId);
-    if (!packager) return fromDisk(res, playbackId, ["index.m3u8"]);
+    if (!packager) return elsewhere(req, res, playbackId, ["index.m3u8"]);
     const master = packager.master();
     // Not playable yet: as before a first segment, nothing to play.
     if (master === undefined) return notFound(res);
@@ -73,12 +119,12 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls): express.
     const { playbackId, variant, file } = req.params;
     if (!PLAYBACK_ID.test(playbackId) || !VARIANT.test(variant) || !FILE.test(file)) return notFound(res);
     const packager = live.get(playbackId);
-    if (!packager) return fromDisk(res, playbackId, [variant, file]);
+    if (!packager) return elsewhere(req, res, playbackId, [variant, file]);
     const index = Number(variant);
     if (!packager.tracks[index]) return notFound(res);
     if (file === "index.m3u8") return mediaPlaylist(req, res, packager, index);
     if (await media(req, res, packager, index, file)) return;
-    fromDisk(res, playbackId, [variant, file]);
+    await fromDisk(res, playbackId, [variant, file]);
   });
   router.use(malformedPathIsNotFound);
   return router;

@@ -53,16 +53,16 @@ export function playerRouter(store: Store, signRecording: (sessionId: string) =>
   serveAsset(router, "player.js", "player.js");
   serveAsset(router, "onair.css", "onair.css");
 
-  router.get("/play/:playbackId", (req: Request, res: Response) => {
+  router.get("/play/:playbackId", async (req: Request, res: Response) => {
     const { playbackId } = req.params as { playbackId: string };
     const session = req.query.session;
-    const stream = PLAYBACK_ID.test(playbackId) ? store.streams.getByPlaybackId(playbackId) : undefined;
+    const stream = PLAYBACK_ID.test(playbackId) ? await store.streams.getByPlaybackId(playbackId) : undefined;
     if (!stream) return notFoundPage(res);
     if (session === undefined) {
       return sendPage(res, 200, renderPlayer({ title: stream.name, playbackId, src: `/hls/${playbackId}/index.m3u8`, kind: "live" }), { framable: true });
     }
     // A recording of this stream only: a session id alone never reveals another stream's.
-    const record = typeof session === "string" && SESSION_ID.test(session) ? store.sessions.get(session) : undefined;
+    const record = typeof session === "string" && SESSION_ID.test(session) ? await store.sessions.get(session) : undefined;
     if (!record || !record.record || record.parentId !== stream.id) return notFoundPage(res);
     const title = `${stream.name} · recording of ${new Date(record.createdAt).toISOString().slice(0, 16).replace("T", " ")} UTC`;
     const src = `/recordings/${record.id}/index.m3u8?sig=${signRecording(record.id)}`;

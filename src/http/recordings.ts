@@ -1,7 +1,10 @@
 import fs from "node:fs";
 import path from "node:path";
 import express, { type Request, type Response } from "express";
+import { pipeline } from "node:stream/promises";
+import type { Readable } from "node:stream";
 import type { Store } from "../db";
+import type { RecordingStore } from "../storage";
 import { signPlaylistUris, SIGNATURE_PARAM, type RecordingUrlSigner } from "../recordings";
 import { malformedPathIsNotFound } from "./malformedPath";
 
@@ -17,13 +20,36 @@ const TYPES: Record<string, string> = { ".m3u8": "application/vnd.apple.mpegurl"
 
 const notFound = (res: Response) => void res.status(404).json({ errors: ["not found"] });
 
-export function recordingsRouter(store: Store, recordingsDir: string, signer: RecordingUrlSigner): express.Router {
+async function readAll(file: { body: Readable } | undefined): Promise<string> {
+  if (!file) throw new Error("no such file");
+  const chunks: Buffer[] = [];
+  for await (const c of file.body) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/** A file from the bucket, streamed through; a Range (players seek in the MP4) is the bucket's to answer. */
+async function fromObjects(req: Request, res: Response, objects: RecordingStore, sessionId: string, file: string, type: string): Promise<void> {
+  const range = req.get("range");
+  const got = await objects.open(sessionId, "", file, range);
+  if (!got) return notFound(res);
+  res.status(got.range ? 206 : 200).set({ "content-type": type, "cache-control": "public, max-age=3600", "accept-ranges": "bytes" });
+  if (got.size !== undefined) res.set("content-length", String(got.size));
+  if (got.range) res.set("content-range", got.range);
+  await pipeline(got.body, res).catch(() => res.destroy());
+}
+
+/**
+ * `objects`: with object storage, every file is read from the bucket, the recording's one copy
+ * every node sees alike (finalize's MP4 and closed playlists are written there by whichever node
+ * ran it); without, from this node's disk.
+ */
+export function recordingsRouter(store: Store, recordingsDir: string, signer: RecordingUrlSigner, objects?: RecordingStore): express.Router {
   const router = express.Router();
 
   const send = async (req: Request, res: Response, sessionId: string, parts: string[]) => {
     const sig = req.query[SIGNATURE_PARAM];
     // Only names of our own making reach the file system: nothing can climb out.
-    if (!SESSION_ID.test(sessionId) || !signer.verify(sessionId, sig) || !store.sessions.get(sessionId)?.record) return notFound(res);
+    if (!SESSION_ID.test(sessionId) || !signer.verify(sessionId, sig) || !(await store.sessions.get(sessionId))?.record) return notFound(res);
     const ext = path.extname(parts[parts.length - 1]!);
     res.set("access-control-allow-origin", "*");
     if (ext === ".m3u8") {
@@ -31,7 +57,7 @@ export function recordingsRouter(store: Store, recordingsDir: string, signer: Re
       // signature, or the player's next request would be refused.
       let text: string;
       try {
-        text = await fs.promises.readFile(path.join(recordingsDir, sessionId, ...parts), "utf8");
+        text = objects ? await readAll(await objects.open(sessionId, "", parts.join("/"))) : await fs.promises.readFile(path.join(recordingsDir, sessionId, ...parts), "utf8");
       } catch {
         return notFound(res);
       }
@@ -40,6 +66,7 @@ export function recordingsRouter(store: Store, recordingsDir: string, signer: Re
       // A Buffer: res.send would add "; charset" to a string's content type.
       return void res.send(Buffer.from(signPlaylistUris(text, sig as string)));
     }
+    if (objects) return fromObjects(req, res, objects, sessionId, parts.join("/"), TYPES[ext]!);
     res.sendFile(path.join(sessionId, ...parts), {
       root: recordingsDir,
       dotfiles: "deny",

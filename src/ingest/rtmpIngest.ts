@@ -123,6 +123,8 @@ interface Publish {
   audio?: string;
   /** Handed to the handlers (onPublishStart). */
   started: boolean;
+  /** Handed to the handlers, and their answer not back yet. */
+  starting?: boolean;
   /** Refuses the publish if no video comes. */
   firstVideoTimer?: NodeJS.Timeout;
   /** Starts it video-only if no audio comes. */
@@ -154,8 +156,11 @@ export interface IngestHandlers {
    * looks to OBS like a dropped connection, which it retries for ever.
    */
   admit(streamKey: string, publisherId: string): Admission;
-  /** The publish sends media onair takes: hand it to its stream. A refusal disconnects it. */
-  onPublishStart(publisherId: string, streamKey: string): Refusal | undefined;
+  /**
+   * The publish sends media onair takes: hand it to its stream (its session row is written
+   * meanwhile; node-media-server keeps relaying). A refusal disconnects it.
+   */
+  onPublishStart(publisherId: string, streamKey: string): Promise<Refusal | undefined>;
   /** The publisher left, or (`refusal`) was refused for what it sent after its start. */
   onPublishEnd(publisherId: string, refusal?: string): void;
 }
@@ -421,16 +426,22 @@ export class RtmpIngest {
   }
 
   private start(id: string, publish: Publish): void {
-    if (publish.started || this.publishes.get(id) !== publish) return;
+    if (publish.started || publish.starting || this.publishes.get(id) !== publish) return;
     clearPublishTimers(publish);
+    publish.starting = true;
     this.log.debug({ publisherId: id, video: publish.video, audio: publish.audio ?? "none" }, "publisher's media accepted");
-    let refusal: Refusal | undefined;
-    try {
-      refusal = this.handlers.onPublishStart(id, publish.streamKey);
-    } catch (err) {
-      this.log.error({ err, publisherId: id }, "could not start a publish");
-      refusal = rejected("internal error on the server: reconnect later");
-    }
+    void this.handlers.onPublishStart(id, publish.streamKey).then(
+      (refusal) => this.started(id, publish, refusal),
+      (err: unknown) => {
+        this.log.error({ err, publisherId: id }, "could not start a publish");
+        this.started(id, publish, rejected("internal error on the server: reconnect later"));
+      },
+    );
+  }
+
+  private started(id: string, publish: Publish, refusal: Refusal | undefined): void {
+    // Gone meanwhile: the handlers heard of its end already.
+    if (this.publishes.get(id) !== publish) return;
     if (refusal) {
       const session = this.ours.get(id);
       this.endPublish(id);

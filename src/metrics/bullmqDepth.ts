@@ -1,4 +1,4 @@
-import type { Db } from "../db";
+import type { Sql } from "../db";
 import { waitingJobsByQueue } from "./queueDepth";
 
 export interface QueueDepthReader {
@@ -12,7 +12,7 @@ export interface QueueDepthReader {
  * connection of its own, opened at the first scrape; a Redis that does not answer fails the
  * scrape of this gauge only for the moment (it is left out), not the server.
  */
-export function bullmqQueueDepth(db: Db, redisUrl: string, prefix: string, queueNames: readonly string[]): QueueDepthReader {
+export function bullmqQueueDepth(db: Sql, redisUrl: string, prefix: string, queueNames: readonly string[]): QueueDepthReader {
   // Loaded only when Redis is configured, as the queue adapter itself is (about 170 ms).
   /* eslint-disable @typescript-eslint/no-require-imports */
   let opened: { close(): Promise<void>; counts(name: string): Promise<number> } | undefined;
@@ -37,7 +37,7 @@ export function bullmqQueueDepth(db: Db, redisUrl: string, prefix: string, queue
   return {
     async depths() {
       opened ??= open();
-      const depth = waitingJobsByQueue(db, queueNames);
+      const depth = await waitingJobsByQueue(db, queueNames);
       await Promise.all(
         queueNames.map(async (name) => {
           depth[name] = (depth[name] ?? 0) + (await opened!.counts(name));

@@ -52,6 +52,8 @@ export interface Metrics extends HttpMetrics {
   readerCut(): void;
   /** A publisher that sent no media for PUBLISH_MEDIA_TIMEOUT_SECONDS was disconnected. */
   publisherStalled(): void;
+  /** A recording file reached the object store after `ms`. */
+  recordingUpload(ms: number): void;
 }
 
 /** Trailing windows of the per-session rates, in ms. */
@@ -193,6 +195,12 @@ export function createMetrics(sources: MetricSources): Metrics {
     help: "Publishers disconnected for sending no media for PUBLISH_MEDIA_TIMEOUT_SECONDS.",
     registers: [registry],
   });
+  const recordingUploads = new Histogram({
+    name: "onair_recording_upload_seconds",
+    help: "Time to copy one recording file (segment, playlist, MP4) to the object store.",
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
+    registers: [registry],
+  });
   const httpRequests = new Counter({
     name: "onair_http_requests_total",
     help: "HTTP requests answered, by method, route pattern and status.",
@@ -221,6 +229,7 @@ export function createMetrics(sources: MetricSources): Metrics {
     },
     readerCut: () => readersCut.inc(),
     publisherStalled: () => publishersStalled.inc(),
+    recordingUpload: (ms) => recordingUploads.observe(ms / 1000),
     liveSessionStarted({ streamId, sessionId, publisher }) {
       const publisherId = publisher();
       const s: TrackedSession = {

@@ -1,5 +1,5 @@
 import fs from "node:fs";
-import type { Store } from "../db";
+import type { Store, TargetRecord } from "../db";
 import type { EventSink } from "../events";
 import type { Logger } from "../log";
 import type { ProcessRegistry } from "../media";
@@ -39,6 +39,8 @@ interface LivePushes {
   pushes: Map<string, RunningPush>;
   /** Problems already reported in this session (multistream.error once each). */
   reported: Set<string>;
+  /** Reconciles run one after another: each reads the references afresh. */
+  reconciling: Promise<void>;
 }
 
 /**
@@ -60,7 +62,7 @@ export class MultistreamManager implements LiveSessionObserver {
   }
 
   sessionLive(info: LiveSessionInfo): void {
-    const entry: LivePushes = { info, pushes: new Map(), reported: new Set() };
+    const entry: LivePushes = { info, pushes: new Map(), reported: new Set(), reconciling: Promise.resolve() };
     this.live.set(info.streamId, entry);
     const draining = this.draining.get(info.streamId);
     if (!draining) return this.reconcile(entry);
@@ -105,14 +107,23 @@ export class MultistreamManager implements LiveSessionObserver {
 
   /** Brings a live session's pushes in line with its stream's references: only what differs. */
   private reconcile(entry: LivePushes): void {
+    entry.reconciling = entry.reconciling.then(() => this.reconcileNow(entry));
+  }
+
+  private async reconcileNow(entry: LivePushes): Promise<void> {
     const { info } = entry;
     const ffmpegPath = this.deps.ffmpegPath;
     if (!ffmpegPath) return;
     try {
       const { store } = this.deps;
+      const refs = await store.streamTargets.listForStream(info.streamId);
+      const targets = new Map<string, TargetRecord | undefined>();
+      for (const r of refs) if (!targets.has(r.id)) targets.set(r.id, await store.targets.get(r.id));
+      // The session ended while the references were read.
+      if (this.live.get(info.streamId) !== entry) return;
       const plan = planPushes({
-        refs: store.streamTargets.listForStream(info.streamId),
-        target: (id) => store.targets.get(id),
+        refs,
+        target: (id) => targets.get(id),
         renditions: info.renditions,
         hlsDir: info.hlsDir,
         sourceUrl: info.sourceUrl,
@@ -168,8 +179,12 @@ export class MultistreamManager implements LiveSessionObserver {
     // A copy: the payload is the target as it was when the event happened.
     const target = { id: t.id, name: t.name, profile: t.profile };
     try {
-      if (name === "multistream.error") this.deps.events.raise(name, info.streamId, { sessionId: info.sessionId, target, error: error ?? "unknown error" });
-      else this.deps.events.raise(name, info.streamId, { sessionId: info.sessionId, target });
+      // The sink logs a failure; a lost event must not stop the push.
+      const raised =
+        name === "multistream.error"
+          ? this.deps.events.raise(name, info.streamId, { sessionId: info.sessionId, target, error: error ?? "unknown error" })
+          : this.deps.events.raise(name, info.streamId, { sessionId: info.sessionId, target });
+      raised.catch(() => undefined);
     } catch (err) {
       // The sink has logged it; a lost event must not stop the push.
       info.log.error({ err, event: name, targetId: t.id }, "could not raise a multistream event");

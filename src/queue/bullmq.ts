@@ -1,6 +1,6 @@
 import { DelayedError, Queue, Worker, type Job as BullJob, type JobsOptions } from "bullmq";
 import { Redis } from "ioredis";
-import type { Db } from "../db";
+import type { Sql } from "../db";
 import type { Logger } from "../log";
 import { nextTurnOnce, onRing } from "./doorbell";
 import { redactUrl } from "./redisUrl";
@@ -37,9 +37,8 @@ const CLOSE_BOUND_MS = 3_000;
 const RECONCILE_LIMIT = 20_000;
 
 /**
- * BullMQ on Redis, for several worker processes. Jobs are first written to the SQLite job table
- * like the embedded queue's (so `enqueue` is synchronous and commits with the caller's
- * transaction), then relayed to Redis at once and removed from the table. A crash between the
+ * BullMQ on Redis, for several worker processes. Jobs are first written to the database's job
+ * table like the embedded queue's (so `enqueue` commits with the caller's transaction), then relayed to Redis at once and removed from the table. A crash between the
  * two relays the job again: BullMQ ignores a job id it already holds, and keeps finished jobs'
  * ids for `keepFinishedMs`.
  */
@@ -57,13 +56,13 @@ export class BullQueue implements JobQueue {
   /** Relays failed in a row: while Redis is away, retry less and less often (at most 30 s). */
   private relayFailures = 0;
   private closed = false;
-  private readonly expected = new Map<string, () => NewJob<unknown>[]>();
+  private readonly expected = new Map<string, () => Promise<NewJob<unknown>[]>>();
   private readonly turns = new OwnerTurns();
   private reconcileTimer: NodeJS.Timeout | undefined;
   private reconciling: Promise<number> | undefined;
 
   private constructor(
-    private readonly db: Db,
+    private readonly db: Sql,
     /** The workers' connection (BullMQ duplicates it for their blocking reads). */
     private readonly connection: Redis,
     /**
@@ -86,7 +85,7 @@ export class BullQueue implements JobQueue {
 
   /** Connects to Redis, failing within `connectTimeoutMs` when it cannot be reached. */
   static async open(
-    db: Db,
+    db: Sql,
     log: Logger,
     settings: BullQueueSettings,
     tuning: Partial<QueueTuning> = {},
@@ -130,8 +129,8 @@ export class BullQueue implements JobQueue {
     return new BullQueue(db, connection, commands, state, settings, log, tuning);
   }
 
-  enqueue<T>(queue: string, job: NewJob<T>): void {
-    enqueueJob(this.db, queue, job);
+  async enqueue<T>(queue: string, job: NewJob<T>, within?: Sql): Promise<void> {
+    await enqueueJob(within ?? this.db, queue, job);
   }
 
   process<T>(queue: string, handler: JobHandler<T>, options: ProcessOptions): QueueWorker {
@@ -187,8 +186,8 @@ export class BullQueue implements JobQueue {
     }
   }
 
-  expect<T>(queue: string, source: () => NewJob<T>[]): void {
-    this.expected.set(queue, source as () => NewJob<unknown>[]);
+  expect<T>(queue: string, source: () => Promise<NewJob<T>[]>): void {
+    this.expected.set(queue, source as () => Promise<NewJob<unknown>[]>);
     if (!this.reconcileTimer && !this.closed) {
       this.reconcileTimer = setInterval(() => {
         this.reconciling ??= this.reconcile().finally(() => (this.reconciling = undefined));
@@ -206,9 +205,9 @@ export class BullQueue implements JobQueue {
     let readded = 0;
     for (const [queue, source] of this.expected) {
       try {
-        const jobs = source().slice(0, RECONCILE_LIMIT);
+        const jobs = (await source()).slice(0, RECONCILE_LIMIT);
         if (jobs.length === 0) continue;
-        const inOutbox = this.table.holding(jobs.map((j) => j.id));
+        const inOutbox = await this.table.holding(jobs.map((j) => j.id));
         const candidates = jobs.filter((j) => !inOutbox.has(j.id));
         const q = this.queueFor(queue);
         for (let i = 0; i < candidates.length; i += 1000) {
@@ -216,14 +215,14 @@ export class BullQueue implements JobQueue {
           const pipeline = this.commands.pipeline();
           for (const j of chunk) pipeline.exists(q.toKey(j.id));
           const answers = (await pipeline.exec()) ?? [];
-          chunk.forEach((job, k) => {
+          for (const [k, job] of chunk.entries()) {
             const [err, exists] = answers[k] ?? [new Error("no answer"), 0];
             if (err) throw err;
-            if (exists) return;
-            enqueueJob(this.db, queue, job);
+            if (exists) continue;
+            await enqueueJob(this.db, queue, job);
             readded++;
             this.log.warn({ queue, jobId: job.id }, "queue: Redis lost a job; added it again");
-          });
+          }
         }
       } catch (err) {
         // Redis is away: the relay says so; the next pass tries again.
@@ -317,10 +316,10 @@ export class BullQueue implements JobQueue {
   private async relay(): Promise<void> {
     try {
       for (;;) {
-        const rows = this.table.waiting(RELAY_BATCH);
+        const rows = await this.table.waiting(RELAY_BATCH);
         if (rows.length === 0) break;
         await this.addToRedis(rows);
-        this.table.remove(rows.map((r) => r.seq));
+        await this.table.remove(rows.map((r) => r.seq));
         if (rows.length < RELAY_BATCH || this.closed) break;
       }
       this.relayFailures = 0;

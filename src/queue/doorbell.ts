@@ -1,13 +1,14 @@
-import type { Db } from "../db";
+import type { Sql } from "../db";
 
 // Enqueueing wakes the workers of this process at once instead of at their next poll: the
 // "within 100 ms of being raised" promise. Keyed by connection so that any code holding the
 // store (the event sink, the resend route) rings the same bell the workers listen to. Other
 // processes writing to the same database are caught by the workers' idle poll instead.
 
-const listeners = new WeakMap<Db, Set<() => void>>();
+const listeners = new WeakMap<Sql, Set<() => void>>();
 
-export function onRing(db: Db, listener: () => void): () => void {
+export function onRing(handle: Sql, listener: () => void): () => void {
+  const db = handle.root;
   let set = listeners.get(db);
   if (!set) listeners.set(db, (set = new Set()));
   set.add(listener);
@@ -16,7 +17,7 @@ export function onRing(db: Db, listener: () => void): () => void {
 
 /** Listeners must be cheap and must not touch the database synchronously: the ringer may still be
  * inside its transaction. */
-export function ring(db: Db): void {
+export function ring(db: Sql): void {
   const set = listeners.get(db);
   if (set) for (const listener of set) listener();
 }

@@ -1,4 +1,4 @@
-import { writeWhenStorageAllows, type Db } from "../db";
+import { writeWhenStorageAllows, type Sql } from "../db";
 import type { Logger } from "../log";
 import { nextTurnOnce, onRing } from "./doorbell";
 import { enqueueJob, JobTable, type ClaimedRow } from "./jobTable";
@@ -24,7 +24,7 @@ class TableWorker<T> {
   private readonly running = new Set<Promise<void>>();
   private readonly renewals = new Set<NodeJS.Timeout>();
   private timer: NodeJS.Timeout | undefined;
-  private readonly pumpSoon = nextTurnOnce(() => this.pump());
+  private readonly pumpSoon = nextTurnOnce(() => void this.pump());
   private closed = false;
   /** Closed without waiting: whatever still finishes must leave its job as a crash would. */
   private forced = false;
@@ -50,48 +50,66 @@ class TableWorker<T> {
     if (!this.closed) this.pumpSoon();
   }
 
-  private pump(): void {
+  private pumping = false;
+
+  private async pump(): Promise<void> {
     if (this.closed) return;
+    // One pass at a time: a wake-up during a pass is caught by the pass's own re-arm.
+    if (this.pumping) return this.pumpAgain();
+    this.pumping = true;
     try {
-      while (this.active < this.concurrency) {
-        const { rows, lastOwner } = this.table.claim(this.queue, Date.now(), this.tuning.leaseMs, this.concurrency - this.active, this.lastOwner);
+      while (this.active < this.concurrency && !this.closed) {
+        const { rows, lastOwner } = await this.table.claim(this.queue, Date.now(), this.tuning.leaseMs, this.concurrency - this.active, this.lastOwner);
         this.lastOwner = lastOwner;
         if (rows.length === 0) break;
         for (const row of rows) this.start(row);
       }
-      this.pruneNowAndThen();
-      this.arm();
+      await this.pruneNowAndThen();
+      await this.arm();
     } catch (err) {
       // The database is busy or closing: try again at the next poll rather than give up.
-      this.log.error({ err, queue: this.queue }, "queue: claiming jobs failed");
-      this.arm(this.tuning.pollMs);
+      if (!this.closed) this.log.error({ err, queue: this.queue }, "queue: claiming jobs failed");
+      await this.arm(this.tuning.pollMs);
+    } finally {
+      this.pumping = false;
+      if (this.again) {
+        this.again = false;
+        this.wake();
+      }
     }
   }
 
+  private again = false;
+
+  private pumpAgain(): void {
+    this.again = true;
+  }
+
   /** Sleeps until the next job comes due, at most the idle poll. */
-  private arm(delay?: number): void {
+  private async arm(delay?: number): Promise<void> {
     clearTimeout(this.timer);
     if (this.closed) return;
     if (delay === undefined) {
-      const next = this.active < this.concurrency ? this.table.nextRunAt(this.queue) : undefined;
+      const next = this.active < this.concurrency ? await this.table.nextRunAt(this.queue) : undefined;
+      if (this.closed) return;
       delay = next === undefined ? this.tuning.pollMs : Math.min(this.tuning.pollMs, Math.max(0, next - Date.now()));
     }
-    this.timer = setTimeout(() => this.pump(), delay);
+    this.timer = setTimeout(() => void this.pump(), delay);
     // Being idle must not keep a process alive on its own.
     this.timer.unref();
   }
 
-  private pruneNowAndThen(): void {
+  private async pruneNowAndThen(): Promise<void> {
     const now = Date.now();
     if (now - this.lastPrune < 60_000) return;
     this.lastPrune = now;
-    this.table.pruneFinished(now - this.tuning.keepFinishedMs);
+    await this.table.pruneFinished(now - this.tuning.keepFinishedMs);
   }
 
   private start(row: ClaimedRow): void {
     this.active++;
     const renewal = setInterval(() => {
-      if (!this.renew(row)) clearInterval(renewal);
+      void this.renew(row).then((kept) => kept || clearInterval(renewal));
     }, Math.max(10, Math.floor(this.tuning.leaseMs / 3)));
     renewal.unref();
     this.renewals.add(renewal);
@@ -109,9 +127,9 @@ class TableWorker<T> {
    * Keeps a running job's lease. False once it is lost (no use renewing further); a renewal
    * that fails (disk full) is tried again at the next tick.
    */
-  private renew(row: ClaimedRow): boolean {
+  private async renew(row: ClaimedRow): Promise<boolean> {
     try {
-      if (this.table.renew(row.id, row.lease_token, Date.now() + this.tuning.leaseMs)) return true;
+      if (await this.table.renew(row.id, row.lease_token, Date.now() + this.tuning.leaseMs)) return true;
       this.log.warn({ queue: this.queue, jobId: row.id }, "queue: a running job's lease was lost; it may run twice");
       return false;
     } catch (err) {
@@ -169,7 +187,7 @@ class TableWorker<T> {
   }
 }
 
-/** The default queue: jobs live in the service's own SQLite database. */
+/** The default queue: jobs live in the service's own database (SQLite, or PostgreSQL on one node). */
 export class EmbeddedQueue implements JobQueue {
   readonly kind = "embedded" as const;
   private readonly table: JobTable;
@@ -177,7 +195,7 @@ export class EmbeddedQueue implements JobQueue {
   private readonly tuning: QueueTuning;
 
   constructor(
-    private readonly db: Db,
+    private readonly db: Sql,
     private readonly log: Logger,
     tuning: Partial<QueueTuning> = {},
   ) {
@@ -185,8 +203,8 @@ export class EmbeddedQueue implements JobQueue {
     this.tuning = { ...DEFAULT_TUNING, ...tuning };
   }
 
-  enqueue<T>(queue: string, job: NewJob<T>): void {
-    enqueueJob(this.db, queue, job);
+  async enqueue<T>(queue: string, job: NewJob<T>, within?: Sql): Promise<void> {
+    await enqueueJob(within ?? this.db, queue, job);
   }
 
   process<T>(queue: string, handler: JobHandler<T>, options: ProcessOptions): QueueWorker {

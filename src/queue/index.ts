@@ -1,4 +1,4 @@
-import type { Db } from "../db";
+import type { Sql } from "../db";
 import type { Logger } from "../log";
 import type { BullQueueSettings } from "./bullmq";
 import { EmbeddedQueue } from "./embedded";
@@ -12,7 +12,7 @@ export type { BullQueueSettings } from "./bullmq";
 export type QueueSettings = { kind: "embedded" } | ({ kind: "bullmq" } & BullQueueSettings);
 
 /** The embedded queue, or BullMQ when a Redis URL is configured (DESIGN.md). */
-export async function openQueue(db: Db, log: Logger, settings: QueueSettings, tuning: Partial<QueueTuning> = {}): Promise<JobQueue> {
+export async function openQueue(db: Sql, log: Logger, settings: QueueSettings, tuning: Partial<QueueTuning> = {}): Promise<JobQueue> {
   if (settings.kind === "bullmq") {
     // BullMQ and ioredis take about 170 ms to load: only processes that use Redis pay for it.
     // eslint-disable-next-line @typescript-eslint/no-require-imports

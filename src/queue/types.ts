@@ -1,6 +1,8 @@
 // The one queue interface (DESIGN.md): jobs are enqueued durably with an idempotent id and an
 // optional delay, processed with a bounded concurrency, and retried on a schedule their handler
-// chooses. Two adapters implement it: embedded (SQLite) and BullMQ (Redis).
+// chooses. Two adapters implement it: embedded (the database's job table) and BullMQ (Redis).
+
+import type { Sql } from "../db";
 
 export type QueueKind = "embedded" | "bullmq";
 
@@ -70,10 +72,10 @@ export interface QueueWorker {
 export interface JobQueue {
   readonly kind: QueueKind;
   /**
-   * Adds a job. Synchronous and durable once it returns: both adapters write it to the SQLite
-   * job table first, so inside a store transaction the job commits or rolls back with it.
+   * Adds a job, durable once it resolves: both adapters write it to the database's job table
+   * first, so with `within` (a store transaction) the job commits or rolls back with it.
    */
-  enqueue<T>(queue: string, job: NewJob<T>): void;
+  enqueue<T>(queue: string, job: NewJob<T>, within?: Sql): Promise<void>;
   /** Starts running `queue`'s jobs in this process. */
   process<T>(queue: string, handler: JobHandler<T>, options: ProcessOptions): QueueWorker;
   /**
@@ -83,7 +85,7 @@ export interface JobQueue {
    * any of them it holds nowhere; the embedded queue keeps its jobs in the same database as
    * those records, so it cannot lose one and ignores this. `source` reads the database only.
    */
-  expect<T>(queue: string, source: () => NewJob<T>[]): void;
+  expect<T>(queue: string, source: () => Promise<NewJob<T>[]>): void;
   /**
    * Stops taking jobs and waits for those running to finish. `force` does not wait: the jobs
    * running are left claimed, as a crashed process leaves them, and run again after the lease.

@@ -1,6 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { Store } from "../db";
+import type { RecordingStore } from "../storage";
 import type { EventSink } from "../events";
 import type { Logger } from "../log";
 import { buildMasterPlaylist, parseMediaPlaylist, renditionLadder, writeAtomically, type ProcessRegistry } from "../media";
@@ -31,6 +32,8 @@ export interface FinalizeDeps {
   stallMs?: number;
   /** Delay before looking again at a recording whose MP4 does not fit. */
   spaceRetryMs?: number;
+  /** Object storage: the recording is fetched from it (another node may have recorded it) and the result written back. Absent: the local disk alone. */
+  objects?: RecordingStore;
 }
 
 /** The disk lacks room for the MP4: the server's problem, not the recording's. */
@@ -61,7 +64,7 @@ export class RecordingFinalizer {
   readonly handle = async (job: Job<FinalizeJob>): Promise<void> => {
     const { deps } = this;
     const { store } = deps;
-    const session = store.sessions.get(job.data.sessionId);
+    const session = await store.sessions.get(job.data.sessionId);
     if (!session || session.recordingStatus === "ready" || session.recordingStatus === "failed") return;
     const log = deps.log.child({ streamId: session.parentId, sessionId: session.id, attempt: job.attempt });
     if (this.interrupted) throw new RetryLater(0, "the server is shutting down", { counted: false });
@@ -70,10 +73,14 @@ export class RecordingFinalizer {
     const control = new AbortController();
     this.running.add(control);
     let needed: number | undefined;
+    let closed: string[] = [];
     try {
+      // Recorded on another node (or this one, before a restart): its files come from the bucket.
+      if (deps.objects) await deps.objects.fetch(session.id, dir);
       // The session's own renditions say which folders hold its recording; no file name is
       // ever read back from playlist text (which once carried user-chosen profile names).
       const recorded = closePlaylists(dir, renditionLadder(session.profiles, 1));
+      closed = recorded.map((r) => `${r.rendition.index}/index.m3u8`);
       const best = bestRendition(recorded);
       if (!best) throw new Error("the recording has no playable rendition");
       needed = mp4BytesNeeded(best.bytes);
@@ -106,24 +113,31 @@ export class RecordingFinalizer {
         log.warn({ reason }, "recording finalize failed; will try again");
         throw new RetryLater(2000 * 2 ** (job.attempt - 1), reason);
       }
-      store.sessions.setRecordingStatus(session.id, "failed", reason);
+      await store.sessions.setRecordingStatus(session.id, "failed", reason);
       log.error({ reason, attempts: job.attempt }, "recording finalize failed for good: recording marked failed");
       return;
     } finally {
       this.running.delete(control);
     }
+    // The closed playlists, the master and the MP4 go to the bucket before the recording is ready.
+    try {
+      await deps.objects?.put(session.id, [...closed, "index.m3u8", "output.mp4"]);
+    } catch (err) {
+      log.warn({ err }, "could not store the recording in the object store; will try again");
+      throw new RetryLater(5_000, `object store: ${err instanceof Error ? err.message : String(err)}`, { counted: false });
+    }
     const links = deps.links();
     const urls = recordingUrls(links, session.id);
-    store.db.transaction(() => {
-      store.sessions.setRecordingStatus(session.id, "ready");
-      const ready = store.sessions.get(session.id)!;
-      deps.events.raise("recording.ready", session.parentId, {
-        sessionId: session.id,
-        recordingUrl: urls.recordingUrl,
-        mp4Url: urls.mp4Url,
-        session: presentSession(ready, links),
-      });
-    })();
+    await store.transaction(async (tx) => {
+      await tx.sessions.setRecordingStatus(session.id, "ready");
+      const ready = (await tx.sessions.get(session.id))!;
+      await deps.events.raise(
+        "recording.ready",
+        session.parentId,
+        { sessionId: session.id, recordingUrl: urls.recordingUrl, mp4Url: urls.mp4Url, session: presentSession(ready, links) },
+        tx,
+      );
+    });
     log.info({ ms: Date.now() - started }, "recording ready");
   };
 

@@ -1,10 +1,11 @@
 import fs from "node:fs";
 import path from "node:path";
-import type { SessionRecord, Store } from "../db";
+import type { SessionRecord, Sql, Store, Tx } from "../db";
 import type { EventSink } from "../events";
 import { writeAtomically } from "../media";
 import type { NewJob } from "../queue";
 import type { LiveSessionInfo, LiveSessionObserver, WrittenSegment } from "../sessions";
+import type { RecordingStore } from "../storage";
 import { buildVodPlaylist, type RecordedSegment } from "./vod";
 
 export const FINALIZE_QUEUE = "recording-finalize";
@@ -13,8 +14,8 @@ export const FINALIZE_QUEUE = "recording-finalize";
 export const finalizeJob = (sessionId: string): NewJob<FinalizeJob> => ({ id: `finalize-${sessionId}`, data: { sessionId } });
 
 /** The finalize jobs that must exist: one per recording waiting (for `JobQueue.expect`). */
-export function expectedFinalizeJobs(store: Store, limit: number): NewJob<FinalizeJob>[] {
-  return store.sessions.listWaitingForFinalize(limit).map((s) => finalizeJob(s.id));
+export async function expectedFinalizeJobs(store: Store, limit: number): Promise<NewJob<FinalizeJob>[]> {
+  return (await store.sessions.listWaitingForFinalize(limit)).map((s) => finalizeJob(s.id));
 }
 
 export interface FinalizeJob {
@@ -26,8 +27,10 @@ export interface RecorderDeps {
   events: EventSink;
   /** `<DATA_DIR>/recordings` */
   recordingsDir: string;
-  /** Enqueues the finalize job (durable: the embedded queue writes it in the same database). */
-  enqueueFinalize(sessionId: string): void;
+  /** Where recordings are copied beyond this node (object storage), or the local disk alone. */
+  objects: RecordingStore;
+  /** Enqueues the finalize job inside the transaction `within` (durable: the queue's outbox is in the same database). */
+  enqueueFinalize(sessionId: string, within: Sql): Promise<void>;
 }
 
 /** One recorded session's files as they are captured. */
@@ -37,6 +40,8 @@ class SessionRecording {
   readonly lastRun = new Map<number, number>();
   /** recording.started was raised (once per session, whatever its reconnects). */
   announced = false;
+  /** Init segments copied to the object store already. */
+  readonly initsSaved = new Set<string>();
 
   constructor(readonly dir: string) {}
 
@@ -62,8 +67,7 @@ export class Recorder implements LiveSessionObserver {
   segmentWritten(info: LiveSessionInfo, segment: WrittenSegment): void {
     let rec = this.sessions.get(info.sessionId);
     if (rec === undefined) {
-      const recorded = this.deps.store.sessions.get(info.sessionId)?.record === true;
-      rec = recorded ? new SessionRecording(path.join(this.deps.recordingsDir, info.sessionId)) : null;
+      rec = info.record ? new SessionRecording(path.join(this.deps.recordingsDir, info.sessionId)) : null;
       this.sessions.set(info.sessionId, rec);
     }
     if (!rec) return;
@@ -80,6 +84,15 @@ export class Recorder implements LiveSessionObserver {
       rec.variants.set(segment.rendition.index, list);
       rec.lastRun.set(segment.rendition.index, segment.run);
       writeAtomically(path.join(dir, "index.m3u8"), buildVodPlaylist(list, false));
+      // Copied out in this order: the init and the segment before the playlist that names them.
+      const variant = String(segment.rendition.index);
+      const files = [`${variant}/${segment.uri}`, `${variant}/index.m3u8`];
+      const init = `${variant}/${segment.map.uri}`;
+      if (!rec.initsSaved.has(init)) {
+        rec.initsSaved.add(init);
+        files.unshift(init);
+      }
+      void this.deps.objects.saved(info.sessionId, files);
     } catch (err) {
       // A full or failing disk loses this segment from the recording, not the live stream.
       info.log.error({ err, segment: segment.uri }, "could not record a segment");
@@ -96,9 +109,10 @@ export class Recorder implements LiveSessionObserver {
     if (!rec || rec.announced) return;
     rec.announced = true;
     info.log.info({ dir: rec.dir }, "recording started");
-    this.deps.events.raise("recording.started", info.streamId, { sessionId: info.sessionId });
+    this.deps.events.raise("recording.started", info.streamId, { sessionId: info.sessionId }).catch(() => undefined); // logged by the sink
     try {
       fs.copyFileSync(path.join(info.hlsDir, "index.m3u8"), path.join(rec.dir, "index.m3u8"));
+      void this.deps.objects.saved(info.sessionId, ["index.m3u8"]);
     } catch (err) {
       info.log.warn({ err }, "could not copy the master playlist into the recording; finalize will write one");
     }
@@ -108,37 +122,50 @@ export class Recorder implements LiveSessionObserver {
     const rec = this.sessions.get(info.sessionId);
     this.sessions.delete(info.sessionId);
     if (rec === null) return;
-    const session = this.deps.store.sessions.get(info.sessionId);
-    if (!session?.record) return;
+    if (!info.record) return;
     if (!rec || rec.segmentCount === 0) {
-      this.deps.store.sessions.setRecordingStatus(info.sessionId, "failed", "no media was received, so nothing was recorded");
+      this.deps.store.sessions
+        .setRecordingStatus(info.sessionId, "failed", "no media was received, so nothing was recorded")
+        .catch((err: unknown) => info.log.error({ err }, "could not mark the recording failed"));
       info.log.warn("recorded session ended without any media: no recording");
       return;
     }
-    this.markWaiting(info.streamId, info.sessionId);
-    info.log.info({ segments: rec.segmentCount }, "recording waiting for finalize");
+    // Not written (the database is away): the recording stays unfinalized, and the next
+    // start's recovery hands it to finalize.
+    this.markWaiting(info.streamId, info.sessionId).then(
+      () => info.log.info({ segments: rec.segmentCount }, "recording waiting for finalize"),
+      (err: unknown) => info.log.error({ err }, "could not hand the recording to finalize"),
+    );
   }
 
   /**
    * At start: recorded sessions that ended without reaching finalize (the previous run died, or
    * the disk was full at their end). What was captured is on disk; finalize makes it a recording.
    */
-  recoverAfterCrash(unfinalized: SessionRecord[]): void {
+  async recoverAfterCrash(unfinalized: SessionRecord[]): Promise<void> {
     for (const s of unfinalized) {
-      if (!s.record) continue;
-      if (fs.existsSync(path.join(this.deps.recordingsDir, s.id))) this.markWaiting(s.parentId, s.id);
-      else this.deps.store.sessions.setRecordingStatus(s.id, "failed", "the server stopped before anything was recorded");
+      if (s.record) await this.deps.store.transaction((tx) => this.handOff(tx, s.parentId, s.id));
     }
   }
 
+  /**
+   * A recorded session that ended without this recorder seeing its end (a crash, a node that
+   * died): what was captured goes to finalize; nothing captured is a failed recording.
+   */
+  async handOff(tx: Tx, streamId: string, sessionId: string): Promise<void> {
+    if (await this.deps.objects.exists(sessionId, path.join(this.deps.recordingsDir, sessionId))) await this.markWaitingIn(tx, streamId, sessionId);
+    else await tx.sessions.setRecordingStatus(sessionId, "failed", "the server stopped before anything was recorded");
+  }
+
   /** waiting + recording.waiting + the finalize job, in one transaction: none without the others. */
-  private markWaiting(streamId: string, sessionId: string): void {
-    const { store } = this.deps;
-    store.db.transaction(() => {
-      store.sessions.setRecordingStatus(sessionId, "waiting");
-      this.deps.events.raise("recording.waiting", streamId, { sessionId });
-      this.deps.enqueueFinalize(sessionId);
-    })();
+  private async markWaiting(streamId: string, sessionId: string): Promise<void> {
+    await this.deps.store.transaction((tx) => this.markWaitingIn(tx, streamId, sessionId));
+  }
+
+  private async markWaitingIn(tx: Tx, streamId: string, sessionId: string): Promise<void> {
+    await tx.sessions.setRecordingStatus(sessionId, "waiting");
+    await this.deps.events.raise("recording.waiting", streamId, { sessionId }, tx);
+    await this.deps.enqueueFinalize(sessionId, tx.db);
   }
 }
 

@@ -1,6 +1,7 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
+import type { Sql } from "../db";
 
 // Recording URLs carry a signature: `…/recordings/<sessionId>/output.mp4?sig=<HMAC-SHA256 of the
 // session id>`, keyed with a secret only this server knows. A session id travels in webhooks,
@@ -47,6 +48,17 @@ export class RecordingUrlSigner {
       );
     }
     return new RecordingUrlSigner(Buffer.from(hex, "hex"));
+  }
+
+  /**
+   * The secret every node shares, kept in the database (PostgreSQL: nodes have data
+   * directories of their own): made by whichever node asks first, read by the others.
+   */
+  static async shared(db: Sql): Promise<RecordingUrlSigner> {
+    await db.run("INSERT INTO settings (name, value) VALUES (?, ?) ON CONFLICT (name) DO NOTHING", [RECORDING_SECRET_FILE, crypto.randomBytes(32).toString("hex")]);
+    const row = await db.get<{ value: string }>("SELECT value FROM settings WHERE name = ?", [RECORDING_SECRET_FILE]);
+    if (!row || !/^[0-9a-f]{64,}$/.test(row.value)) throw new Error(`the database's ${RECORDING_SECRET_FILE} setting is not a secret onair wrote`);
+    return new RecordingUrlSigner(Buffer.from(row.value, "hex"));
   }
 
   /** The signature of a session's recording URLs. */

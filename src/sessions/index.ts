@@ -1,5 +1,7 @@
 export { SessionManager, type SessionManagerDeps } from "./manager";
+export { StreamKeyIndex } from "./streamKeys";
 export { MAX_PIPELINE_RESTARTS, type StreamRuntime, type EndReason } from "./streamRuntime";
 export type { Health } from "./health";
-export type { LiveControl } from "./control";
+export type { LiveControl, StreamNotice } from "./control";
+export { endOrphanedSession, type OrphanDeps } from "./orphans";
 export type { LiveSessionInfo, LiveSessionObserver, WrittenSegment } from "./observer";

@@ -1,8 +1,10 @@
 import os from "node:os";
 import path from "node:path";
-import type { LiveControl } from "./control";
+import type { LiveControl, StreamNotice } from "./control";
+import type { StreamKeyIndex } from "./streamKeys";
+import { endOrphanedSession, type OrphanDeps } from "./orphans";
 import type { LiveRates } from "../shapes";
-import type { SessionRecord, StreamRecord } from "../db";
+import type { SessionRecord, Sql, StreamRecord } from "../db";
 import { badName, rejected, type Admission, type IngestHandlers, type Refusal } from "../ingest";
 import { endPlaylists } from "../media";
 import { PipelineBreaker } from "./breaker";
@@ -16,6 +18,16 @@ export type SessionManagerDeps = Omit<StreamRuntimeDeps, "ffmpegPath" | "streamT
   maxLiveStreamsPerUser?: number;
   /** TRANSCODE_BUDGET: output megapixels per second this node encodes at most; a default from the core count. */
   transcodeBudget?: number;
+  /** The publishable streams by key, in memory: admission is synchronous. */
+  keys: StreamKeyIndex;
+  /** Tells other nodes of a stream notice (PostgreSQL NOTIFY), inside the transaction; absent on one node. */
+  broadcast?: (q: Sql, notice: StreamNotice) => Promise<void>;
+  /** This node: its sessions carry its id, and it holds a lease on each stream it runs. */
+  nodeId: string;
+  /** How long a stream's lease lasts without a heartbeat renewing it, ms. */
+  leaseMs: number;
+  /** Ends sessions left open by a node that is gone (a takeover). */
+  orphans: OrphanDeps;
 };
 
 /**
@@ -28,6 +40,8 @@ export class SessionManager implements IngestHandlers, LiveControl {
   private readonly byPublisher = new Map<string, StreamRuntime>();
   /** Publishes admitted and not started yet, holding their place (caps, capacity), by publisher. */
   private readonly pending = new Map<string, StreamRecord>();
+  /** Publishers whose session is being opened (its row written), and their streams. */
+  private readonly opening = new Map<string, StreamRecord>();
   /** A publisher waiting for its stream's previous session to finish ending, by stream id. */
   private readonly successors = new Map<string, string>();
   private readonly breaker = new PipelineBreaker();
@@ -47,7 +61,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
     if ("refusal" in decision) return decision;
     // Its place is held from now to its start (or its end): publishes arriving together, as
     // encoders do after a restart, cannot all pass here and be refused after they started.
-    if (!this.byStream.has(decision.stream.id)) this.pending.set(publisherId, decision.stream);
+    if (!this.byStream.has(decision.stream.id) && !this.isOpening(decision.stream.id)) this.pending.set(publisherId, decision.stream);
     // Published locally under the stream id (no secret in any command line).
     return { alias: decision.stream.id };
   }
@@ -57,7 +71,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
     const refuse = (refusal: Refusal) => ({ refusal });
     if (this.shuttingDown) return refuse(rejected("the server is shutting down: reconnect in a moment"));
     if (!this.deps.ffmpegPath) return refuse(rejected("ffmpeg is not available on this server"));
-    const stream = this.deps.store.streams.getByStreamKey(streamKey);
+    const stream = this.deps.keys.lookup(streamKey);
     if (!stream) return refuse(badName("unknown stream key"));
     if (stream.suspended) return refuse(badName(`stream ${stream.id} is suspended`));
     // After the key: a stranger's publishes do not get to make this server write to disk.
@@ -66,9 +80,9 @@ export class SessionManager implements IngestHandlers, LiveControl {
     if (broken) return refuse(rejected(broken));
     // A stream with an open session (live, or waiting in its reconnect window) keeps its
     // place: a reconnect or a new publisher replacing the old one is not counted again.
-    if (this.byStream.has(stream.id)) return { stream };
+    if (this.byStream.has(stream.id) || this.isOpening(stream.id)) return { stream };
     // Open sessions and publishes admitted but not started yet, this one's own place aside.
-    const holding = [...this.byStream.values()].map((s) => s.stream);
+    const holding = [...[...this.byStream.values()].map((s) => s.stream), ...this.opening.values()];
     for (const [id, s] of this.pending) if (id !== publisherId && s.id !== stream.id) holding.push(s);
     const max = this.deps.maxLiveStreamsPerUser;
     if (max !== undefined) {
@@ -81,15 +95,17 @@ export class SessionManager implements IngestHandlers, LiveControl {
     return { stream };
   }
 
-  onPublishStart(publisherId: string, streamKey: string): Refusal | undefined {
+  async onPublishStart(publisherId: string, streamKey: string): Promise<Refusal | undefined> {
     // Admitted at the publish command; its first video tag came since, and with it perhaps a
     // suspend, a delete or a cap reached: ask again.
     const decision = this.decide(streamKey, publisherId);
     this.pending.delete(publisherId);
     if ("refusal" in decision) return decision.refusal;
     const { stream } = decision;
+    if (this.isOpening(stream.id)) return rejected("another publisher of this stream is starting: reconnect in a moment");
     const current = this.byStream.get(stream.id);
-    if (!current) return this.begin(stream.id, publisherId);
+    if (!current) return this.begin(stream, publisherId);
+
     if (!current.isEnding) {
       // Known before attach: attach may end the session at once (a failed start), and forget it.
       this.byPublisher.set(publisherId, current);
@@ -104,7 +120,9 @@ export class SessionManager implements IngestHandlers, LiveControl {
         if (this.successors.get(stream.id) !== publisherId) return; // it left while waiting
         this.successors.delete(stream.id);
         const decision = this.decide(streamKey, publisherId);
-        const late = "refusal" in decision ? decision.refusal : this.begin(stream.id, publisherId);
+        return "refusal" in decision ? decision.refusal : this.begin(stream, publisherId);
+      })
+      .then((late) => {
         if (late) this.deps.disconnectPublisher(publisherId, late);
       })
       .catch((err: unknown) => {
@@ -114,12 +132,29 @@ export class SessionManager implements IngestHandlers, LiveControl {
     return undefined;
   }
 
-  private begin(streamId: string, publisherId: string): Refusal | undefined {
-    const stream = this.deps.store.streams.get(streamId);
-    if (!stream) return badName("unknown stream key");
+  /**
+   * Opens the stream's session for the publisher: the stream read afresh (the key index may lag
+   * a change of its settings) and the session row written. The stream's place is held meanwhile.
+   */
+  private async begin(indexed: StreamRecord, publisherId: string): Promise<Refusal | undefined> {
+    const streamId = indexed.id;
+    this.opening.set(publisherId, indexed);
     let runtime: StreamRuntime;
     try {
-      runtime = new StreamRuntime(
+      const { store, nodeId } = this.deps;
+      const stream = await store.streams.get(streamId);
+      if (!stream || stream.suspended) return stream ? badName(`stream ${stream.id} is suspended`) : badName("unknown stream key");
+      // One node runs a stream at a time: its lease, taken here, renewed by the heartbeat.
+      await this.released.get(streamId);
+      const now = Date.now();
+      const claim = await store.nodes.claimStream(streamId, nodeId, now, now + this.deps.leaseMs);
+      if (!claim.taken) return rejected(`stream ${streamId} is live on another node (${claim.holder}): reconnect in a moment`);
+      // The lease was free or ran out: a session still open elsewhere belongs to a node that
+      // is gone. It ends now (once, whichever node gets there first), before this one opens.
+      for (const s of await store.sessions.listOpenForParent(streamId)) {
+        await endOrphanedSession(this.deps.orphans, s, `node ${s.nodeId ?? "unknown"} stopped answering: the stream was taken over by node ${nodeId}`);
+      }
+      runtime = await StreamRuntime.open(
         stream,
         publisherId,
         { ...this.deps, ffmpegPath: this.deps.ffmpegPath!, streamTakenOver: (id) => this.byStream.has(id) },
@@ -129,19 +164,48 @@ export class SessionManager implements IngestHandlers, LiveControl {
       // The session row could not be written (a full disk): refuse rather than crash.
       this.deps.log.error({ err, streamId, publisherId }, "could not start a live session: publish refused");
       return rejected("storage unavailable: the session could not be recorded");
+    } finally {
+      this.opening.delete(publisherId);
     }
-    this.byStream.set(stream.id, runtime);
+    this.byStream.set(streamId, runtime);
     this.byPublisher.set(publisherId, runtime);
     runtime.start();
+    // The publisher left while its session was being opened: the session hears it now.
+    if (this.departed.delete(publisherId)) runtime.detach(publisherId);
     return undefined;
   }
 
+  private isOpening(streamId: string): boolean {
+    for (const s of this.opening.values()) if (s.id === streamId) return true;
+    return false;
+  }
+
+  /** Publishers that left while their session was being opened. */
+  private readonly departed = new Set<string>();
+
   onPublishEnd(publisherId: string, refusal?: string): void {
     this.pending.delete(publisherId);
+    if (this.opening.has(publisherId)) this.departed.add(publisherId);
     for (const [streamId, waiting] of this.successors) if (waiting === publisherId) this.successors.delete(streamId);
     const runtime = this.byPublisher.get(publisherId);
     this.byPublisher.delete(publisherId);
     runtime?.detach(publisherId, refusal);
+  }
+
+  async announce(q: Sql, notice: StreamNotice): Promise<void> {
+    await this.deps.broadcast?.(q, notice);
+    q.afterCommit(() => void this.heard(notice));
+  }
+
+  /** A stream notice, from this node or another: the key index first, then the live session. */
+  async heard(notice: StreamNotice): Promise<void> {
+    try {
+      await this.deps.keys.refresh(notice.streamId);
+    } catch (err) {
+      this.deps.log.warn({ err, streamId: notice.streamId }, "could not refresh a stream's key; the next reload will");
+    }
+    if (notice.change === "changed") this.streamChanged(notice.streamId);
+    else this.interrupt(notice.streamId, notice.change);
   }
 
   /** The stream's settings changed: observers of a live session may need to act. */
@@ -186,20 +250,24 @@ export class SessionManager implements IngestHandlers, LiveControl {
    * publishers are gone with it, so close them now, end their playlists, and raise the
    * stream.idle that their stream.started is owed.
    */
-  recoverAfterCrash(): SessionRecord[] {
-    const { store, log, events } = this.deps;
-    const open = store.sessions.listOpen();
+  async recoverAfterCrash(onlyNode: boolean): Promise<SessionRecord[]> {
+    const { store, log, nodeId } = this.deps;
+    // Alone on the database (SQLite): every open session was the previous run's. Among several
+    // nodes: those of this node's id (a restart with the same NODE_ID) and of no node (a run
+    // from before nodes); other nodes' are the janitor's, once their leases run out.
+    const open = (await store.sessions.listOpen()).filter((s) => onlyNode || s.nodeId === null || s.nodeId === nodeId);
     for (const s of open) {
-      const child = store.streams.get(s.id);
-      const parent = store.streams.get(s.parentId) ?? null;
-      const wasLive = child?.isActive === true;
-      store.sessions.end(s.id, Math.max(s.lastSeen, s.createdAt), "server stopped: the previous run ended without closing it");
-      store.streams.setActive([s.parentId, s.id], false);
+      const parent = await store.streams.get(s.parentId);
+      await endOrphanedSession(this.deps.orphans, s, "server stopped: the previous run ended without closing it");
       if (parent?.playbackId) endPlaylists(path.join(this.deps.hlsDir, parent.playbackId));
-      if (wasLive) events.raise("stream.idle", s.parentId, { sessionId: s.id });
       log.warn({ streamId: s.parentId, sessionId: s.id }, "closed a session left open by a previous run");
     }
-    for (const s of store.streams.listActive()) store.streams.setActive([s.id], false);
+    if (onlyNode) {
+      for (const s of await store.streams.listActive()) await store.streams.setActive([s.id], false);
+      await store.db.run("UPDATE streams SET live_node = NULL, live_until = NULL WHERE live_node IS NOT NULL");
+    } else {
+      await store.nodes.leave(nodeId);
+    }
     return open;
   }
 
@@ -220,7 +288,18 @@ export class SessionManager implements IngestHandlers, LiveControl {
     await Promise.all([...this.byStream.values()].map((s) => s.stop(reason, detail)));
   }
 
+  /** Leases being given back, by stream: the next session of the stream waits for it. */
+  private readonly released = new Map<string, Promise<void>>();
+
   private forget(s: StreamRuntime): void {
+    const streamId = s.stream.id;
+    const release = this.deps.store.nodes
+      .releaseStream(streamId, this.deps.nodeId)
+      .catch((err: unknown) => this.deps.log.warn({ err, streamId }, "could not give the stream's lease back; it runs out by itself"))
+      .finally(() => {
+        if (this.released.get(streamId) === release) this.released.delete(streamId);
+      });
+    this.released.set(streamId, release);
     if (this.byStream.get(s.stream.id) === s) this.byStream.delete(s.stream.id);
     for (const [publisherId, runtime] of this.byPublisher) if (runtime === s) this.byPublisher.delete(publisherId);
     if (s.endReason === "pipeline failed") this.breaker.failed(s.stream.id, Date.now());

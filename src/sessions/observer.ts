@@ -28,6 +28,8 @@ export interface LiveSessionInfo {
   renditions: Rendition[];
   /** The published stream on the local RTMP server (the source, as it arrives). */
   sourceUrl: string;
+  /** Whether the session is recorded (copied from its stream when it started). */
+  record: boolean;
   /** Carries streamId and sessionId on every line. */
   log: Logger;
 }

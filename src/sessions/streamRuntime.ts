@@ -15,6 +15,8 @@ import { segmentCounters, SessionHls } from "./sessionHls";
 
 export interface StreamRuntimeDeps {
   store: Store;
+  /** The node running the session (written on its row). */
+  nodeId: string;
   events: EventSink;
   log: Logger;
   registry: ProcessRegistry;
@@ -145,13 +147,20 @@ export class StreamRuntime {
   /** Resolves when the session has ended and its state and events are written. */
   readonly closed = new Promise<void>((resolve) => (this.markClosed = resolve));
 
-  constructor(
+  /** Opens the stream's next session (its row written first) for `publisherId`. */
+  static async open(stream: StreamRecord, publisherId: string, deps: StreamRuntimeDeps, onClosed: (s: StreamRuntime) => void): Promise<StreamRuntime> {
+    const session = await deps.store.sessions.start(stream, Date.now(), deps.nodeId);
+    return new StreamRuntime(stream, session, publisherId, deps, onClosed);
+  }
+
+  private constructor(
     readonly stream: StreamRecord,
+    session: SessionRecord,
     publisherId: string,
     private readonly deps: StreamRuntimeDeps,
     private readonly onClosed: (s: StreamRuntime) => void,
   ) {
-    this.session = deps.store.sessions.start(stream);
+    this.session = session;
     this.publisherId = publisherId;
     this.log = deps.log.child({ streamId: stream.id, sessionId: this.session.id });
     this.metrics = deps.metrics?.liveSessionStarted({ streamId: stream.id, sessionId: this.session.id, publisher: () => this.publisherId });
@@ -163,6 +172,7 @@ export class StreamRuntime {
       hlsDir: path.join(deps.hlsDir, stream.playbackId!),
       renditions: renditionLadder(this.session.profiles, deps.segmentSeconds),
       sourceUrl: deps.rtmpInputUrl(stream.id),
+      record: session.record,
       log: this.log,
     };
     this.meters = new LiveMeters(deps.segmentSeconds);
@@ -251,25 +261,41 @@ export class StreamRuntime {
     if (this.publisherId !== publisherId || this.ending) return;
     this.publisherId = undefined;
     if (refusal) return void this.stop("media refused", refusal);
-    this.goIdle();
-    if (this.ending) return; // going idle could not be recorded: the session is ending instead
     // A restart that was waiting has no publisher to serve now.
     clearTimeout(this.restartTimer);
     this.restartTimer = undefined;
     // ffmpeg gets end-of-stream and finishes its segments; make sure it does, promptly.
     const p = this.pipeline;
     if (p) setTimeout(() => void p.stop(1000), PUBLISHER_GONE_GRACE_MS).unref();
-    const windowSeconds = this.windowSeconds();
-    if (windowSeconds === 0) {
-      this.ending = { reason: "publisher left" };
-      // The run ends by itself (end-of-stream, or the grace stop above) and finishes the
-      // session; a run still draining is stopped first, so it cannot rewrite ended playlists.
-      if (!p) void (this.draining?.stop(2000) ?? Promise.resolve()).then(() => this.finish());
-      return;
-    }
-    this.windowEndsAt = Date.now() + windowSeconds * 1000;
-    this.windowTimer = setTimeout(() => void this.stop("publisher left", `it did not reconnect within ${windowSeconds} s`), windowSeconds * 1000);
-    this.log.info({ reconnectWindowSeconds: windowSeconds }, "publisher left: the session waits for it to reconnect");
+    this.goIdle();
+    void this.serially(async () => {
+      // Going idle could not be recorded (the session is ending instead), or a publisher came back.
+      if (this.ending || this.publisherId !== undefined) return;
+      const windowSeconds = await this.windowSeconds();
+      if (this.ending || this.publisherId !== undefined) return;
+      if (windowSeconds === 0) {
+        this.ending = { reason: "publisher left" };
+        // The run ends by itself (end-of-stream, or the grace stop above) and finishes the
+        // session; a run still draining is stopped first, so it cannot rewrite ended playlists.
+        if (!this.pipeline) void (this.draining?.stop(2000) ?? Promise.resolve()).then(() => this.finish());
+        return;
+      }
+      this.windowEndsAt = Date.now() + windowSeconds * 1000;
+      this.windowTimer = setTimeout(() => void this.stop("publisher left", `it did not reconnect within ${windowSeconds} s`), windowSeconds * 1000);
+      this.log.info({ reconnectWindowSeconds: windowSeconds }, "publisher left: the session waits for it to reconnect");
+    });
+  }
+
+  /**
+   * The session's state changes (live, idle, the window, the end) are written one at a time in
+   * the order they happen: each looks at the state the previous one left.
+   */
+  private stateChanges: Promise<void> = Promise.resolve();
+
+  private serially(change: () => Promise<void>): Promise<void> {
+    const next = this.stateChanges.then(change).catch((err: unknown) => this.log.error({ err }, "a live session state change failed"));
+    this.stateChanges = next;
+    return next;
   }
 
   /** Ends the session now: the publisher is disconnected and the pipeline stopped. */
@@ -305,10 +331,10 @@ export class StreamRuntime {
     return this.publisherId !== undefined ? this.deps.publisherStats(this.publisherId) : undefined;
   }
 
-  private windowSeconds(): number {
+  private async windowSeconds(): Promise<number> {
     let own: number | null | undefined;
     try {
-      own = this.deps.store.streams.get(this.stream.id)?.reconnectWindow;
+      own = (await this.deps.store.streams.get(this.stream.id))?.reconnectWindow;
     } catch {
       own = undefined; // the database is failing: the operator's default
     }
@@ -408,15 +434,20 @@ export class StreamRuntime {
     }
     this.hasMedia = true;
     this.runPlayableAt = Date.now();
-    if (this.active) return; // a restart under a live publisher: the stream never stopped being live
+    void this.serially(() => this.goLive(p));
+  }
+
+  private async goLive(p: LivePipeline): Promise<void> {
+    // A restart under a live publisher: the stream never stopped being live.
+    if (this.active || p !== this.pipeline || this.ending || this.publisherId === undefined) return;
     const { store, events } = this.deps;
     // isActive and stream.started together or not at all: a session that cannot record going
     // live (disk full) ends instead, and owes no stream.idle.
-    const recorded = this.write("going live", () =>
-      store.db.transaction(() => {
-        store.streams.setActive([this.stream.id, this.session.id], true);
-        events.raise("stream.started", this.stream.id, { sessionId: this.session.id });
-      })(),
+    const recorded = await this.write("going live", () =>
+      store.transaction(async (tx) => {
+        await tx.streams.setActive([this.stream.id, this.session.id], true);
+        await events.raise("stream.started", this.stream.id, { sessionId: this.session.id }, tx);
+      }),
     );
     if (!recorded) return void this.stop("storage unavailable", "the database cannot record the session going live");
     this.active = true;
@@ -433,13 +464,20 @@ export class StreamRuntime {
 
   /** The publisher is gone: isActive false and stream.idle now (spec 3.1), the session stays open. */
   private goIdle(): void {
-    if (!this.active) return;
+    void this.serially(async () => {
+      // Already ending: the end writes the idle the session owes.
+      if (!this.active || this.ending) return;
+      await this.recordIdle();
+    });
+  }
+
+  private async recordIdle(): Promise<void> {
     const { store, events } = this.deps;
-    const recorded = this.write("going idle", () =>
-      store.db.transaction(() => {
-        store.streams.setActive([this.stream.id, this.session.id], false);
-        events.raise("stream.idle", this.stream.id, { sessionId: this.session.id });
-      })(),
+    const recorded = await this.write("going idle", () =>
+      store.transaction(async (tx) => {
+        await tx.streams.setActive([this.stream.id, this.session.id], false);
+        await events.raise("stream.idle", this.stream.id, { sessionId: this.session.id }, tx);
+      }),
     );
     // Not written (disk full): the end, retried until it is, owes and raises the stream.idle.
     if (!recorded) return void this.stop("storage unavailable", "the database cannot record the publisher leaving");
@@ -454,7 +492,7 @@ export class StreamRuntime {
     const delta = segmentCounters(r, segment);
     this.metrics?.progress(delta.sourceSegmentsDuration);
     this.meters.segmentsWritten(bytes);
-    this.write("segment counters", () => this.deps.store.sessions.addProgress(this.session.id, delta));
+    void this.write("segment counters", () => this.deps.store.sessions.addProgress(this.session.id, delta));
     const written = { rendition: r, file: stored.file, uri: segment.uri, duration: segment.duration, seq: segment.msn, bytes, run, map: stored.map };
     for (const o of this.deps.observers) this.tell(o, "segmentWritten", () => o.segmentWritten?.(this.info, written));
   }
@@ -512,9 +550,9 @@ export class StreamRuntime {
    * A state write from a media callback: if the disk is full it throws, and that must not
    * take the process (and every other session) down. Logged; storage is checked at once.
    */
-  private write(what: string, write: () => void): boolean {
+  private async write(what: string, write: () => Promise<unknown>): Promise<boolean> {
     try {
-      write();
+      await write();
       return true;
     } catch (err) {
       this.log.error({ err, what }, "could not record live session state");
@@ -528,19 +566,19 @@ export class StreamRuntime {
    * stream.started is owed, in one transaction. A full disk delays it (retried every 2 s
    * while the server runs); a restart's recovery closes what is still open then.
    */
-  private recordEnd(described: string, owesIdle: boolean, at = Date.now(), attempt = 1): void {
+  private async recordEnd(described: string, owesIdle: boolean, at = Date.now(), attempt = 1): Promise<void> {
     const { store, events } = this.deps;
-    const recorded = this.write("session end", () =>
-      store.db.transaction(() => {
-        store.sessions.end(this.session.id, at, described);
+    const recorded = await this.write("session end", () =>
+      store.transaction(async (tx) => {
+        await tx.sessions.end(this.session.id, at, described);
         // Written late, while a successor is live: only this session's own child stream.
         const takenOver = attempt > 1 && this.deps.streamTakenOver(this.stream.id) === true;
-        store.streams.setActive(takenOver ? [this.session.id] : [this.stream.id, this.session.id], false);
+        await tx.streams.setActive(takenOver ? [this.session.id] : [this.stream.id, this.session.id], false);
         // stream.idle pairs with stream.started: exactly one for each.
-        if (owesIdle) events.raise("stream.idle", this.stream.id, { sessionId: this.session.id });
-      })(),
+        if (owesIdle) await events.raise("stream.idle", this.stream.id, { sessionId: this.session.id }, tx);
+      }),
     );
-    if (!recorded && store.db.open) setTimeout(() => this.recordEnd(described, owesIdle, at, attempt + 1), END_RETRY_MS).unref();
+    if (!recorded && store.db.isOpen) setTimeout(() => void this.recordEnd(described, owesIdle, at, attempt + 1), END_RETRY_MS).unref();
     else if (recorded && attempt > 1) this.log.info({ attempt }, "session end recorded after storage came back");
   }
 
@@ -568,12 +606,19 @@ export class StreamRuntime {
       this.log.error({ err }, "could not end the session's playlists");
     }
     const described = describeEnd(reason, end.detail ?? (reason === "pipeline failed" && this.lastEnd ? describeExit(this.lastEnd, this.failures) : undefined));
-    const owesIdle = this.active;
-    this.active = false;
-    this.recordEnd(described, owesIdle);
+    void this.serially(async () => {
+      const owesIdle = this.active;
+      this.active = false;
+      await this.recordEnd(described, owesIdle);
+      await this.announceEnd(reason, described);
+    });
+  }
+
+  /** The end is written (or being retried): say so, tell observers, and let go. */
+  private async announceEnd(reason: EndReason, described: string): Promise<void> {
     let s: SessionRecord | undefined;
     try {
-      s = this.deps.store.sessions.get(this.session.id);
+      s = await this.deps.store.sessions.get(this.session.id);
     } catch {
       s = undefined;
     }

@@ -1,5 +1,5 @@
 import { EventEmitter, once } from "node:events";
-import { writeWhenStorageAllows, type Db, type DeliveryRecord, type EventRecord, type NewDelivery, type Store, type WebhookLogRecord } from "../db";
+import { writeWhenStorageAllows, type DeliveryRecord, type EventRecord, type NewDelivery, type Sql, type Store, type Tx, type WebhookLogRecord } from "../db";
 import type { Logger } from "../log";
 import type { Metrics } from "../metrics";
 import type { OutboundPolicy } from "../outbound";
@@ -28,22 +28,24 @@ export interface DeliverySettings {
  * transaction: the delivery and its job commit together. `owner`: the webhook's user, whose
  * turn the job waits for.
  */
-export function addDelivery(store: Store, d: NewDelivery, owner: string): { delivery: DeliveryRecord; isLaneHead: boolean } {
-  const added = store.webhookDeliveries.add(d);
-  if (added.isLaneHead) enqueueDelivery(store.db, added.delivery.id, owner);
-  return added;
+export async function addDelivery(tx: Tx, d: NewDelivery, owner: string): Promise<{ delivery: DeliveryRecord; isLaneHead: boolean }> {
+  return tx.db.transaction(async (q) => {
+    const added = await tx.webhookDeliveries.add(d);
+    if (added.isLaneHead) await enqueueDelivery(q, added.delivery.id, owner);
+    return added;
+  });
 }
 
-function enqueueDelivery(db: Db, deliveryId: string, owner: string): void {
-  enqueueJob<DeliveryJob>(db, WEBHOOK_DELIVERY_QUEUE, deliveryJob(deliveryId, owner));
+async function enqueueDelivery(db: Sql, deliveryId: string, owner: string): Promise<void> {
+  await enqueueJob<DeliveryJob>(db, WEBHOOK_DELIVERY_QUEUE, deliveryJob(deliveryId, owner));
 }
 
 // The delivery id is the job id: enqueueing a delivery twice runs it once.
 const deliveryJob = (deliveryId: string, owner: string): NewJob<DeliveryJob> => ({ id: deliveryId, data: { deliveryId }, owner });
 
 /** The delivery jobs that must exist: one per lane with a pending delivery (for `JobQueue.expect`). */
-export function expectedDeliveryJobs(store: Store, limit: number): NewJob<DeliveryJob>[] {
-  return store.webhookDeliveries.laneHeads(limit).map((h) => deliveryJob(h.id, h.owner));
+export async function expectedDeliveryJobs(store: Store, limit: number): Promise<NewJob<DeliveryJob>[]> {
+  return (await store.webhookDeliveries.laneHeads(limit)).map((h) => deliveryJob(h.id, h.owner));
 }
 
 export function storedEvent(e: EventRecord): RaisedEvent {
@@ -57,8 +59,8 @@ export function storedEvent(e: EventRecord): RaisedEvent {
 }
 
 // In-process notice that a delivery's attempt was logged: what a resend request waits for.
-const attemptLogged = new WeakMap<Db, EventEmitter>();
-function attemptEvents(db: Db): EventEmitter {
+const attemptLogged = new WeakMap<Sql, EventEmitter>();
+function attemptEvents(db: Sql): EventEmitter {
   let e = attemptLogged.get(db);
   if (!e) {
     attemptLogged.set(db, (e = new EventEmitter()));
@@ -74,7 +76,7 @@ function attemptEvents(db: Db): EventEmitter {
 export async function firstAttempt(store: Store, deliveryId: string, timeoutMs: number): Promise<WebhookLogRecord | undefined> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const entry = store.webhookLog.firstForDelivery(deliveryId);
+    const entry = await store.webhookLog.firstForDelivery(deliveryId);
     if (entry) return entry;
     const left = deadline - Date.now();
     if (left <= 0) return undefined;
@@ -112,14 +114,14 @@ export class WebhookDeliverer {
 
   readonly handle = async (job: Job<DeliveryJob>): Promise<void> => {
     const { store } = this;
-    const delivery = store.webhookDeliveries.get(job.data.deliveryId);
+    const delivery = await store.webhookDeliveries.get(job.data.deliveryId);
     // Settled by an earlier run of this job (a repeat after a crash): nothing to send.
     if (!delivery || delivery.status !== "pending") return;
-    const event = store.events.get(delivery.eventId);
+    const event = await store.events.get(delivery.eventId);
     if (!event) throw new Error(`delivery ${delivery.id}: event ${delivery.eventId} is missing`);
-    const webhook = store.webhooks.get(delivery.webhookId);
+    const webhook = await store.webhooks.get(delivery.webhookId);
     if (!webhook) {
-      this.settle(delivery, "cancelled", event.userId);
+      await store.transaction((tx) => this.settleIn(tx, delivery, "cancelled", event.userId));
       this.metrics?.webhookDelivery("cancelled");
       return;
     }
@@ -137,10 +139,10 @@ export class WebhookDeliverer {
 
     // The receiver has answered: its answer is written even if the disk is full for a moment,
     // or the job would come due again and deliver a second time.
-    await writeWhenStorageAllows(() =>
-      store.db
-        .transaction(() => {
-          store.webhookLog.add({
+    await writeWhenStorageAllows(
+      () =>
+        store.transaction(async (tx) => {
+          await tx.webhookLog.add({
             webhookId: webhook.id,
             deliveryId: delivery.id,
             eventId: event.id,
@@ -157,9 +159,8 @@ export class WebhookDeliverer {
             responseBody: result.responseBody ?? null,
             error: result.error ?? (verdict === "delivered" ? null : describeStatus(result)),
           });
-          if (settledAs) this.settleInTransaction(delivery, settledAs, webhook.userId);
-        })
-        .immediate(),
+          if (settledAs) await this.settleIn(tx, delivery, settledAs, webhook.userId);
+        }),
       { giveUp: () => this.closed },
     );
     attemptEvents(store.db).emit(delivery.id);
@@ -175,14 +176,10 @@ export class WebhookDeliverer {
     if (settledAs === undefined) throw new RetryLater(retryIn!, describeStatus(result));
   };
 
-  private settle(delivery: DeliveryRecord, status: "delivered" | "failed" | "cancelled", owner: string): void {
-    this.store.db.transaction(() => this.settleInTransaction(delivery, status, owner)).immediate();
-  }
-
-  /** Settles the delivery and lets the next one of its lane go. */
-  private settleInTransaction(delivery: DeliveryRecord, status: "delivered" | "failed" | "cancelled", owner: string): void {
-    const { next } = this.store.webhookDeliveries.settle(delivery.id, status, Date.now());
-    if (next) enqueueDelivery(this.store.db, next.id, owner);
+  /** Settles the delivery and lets the next one of its lane go, in the transaction `tx`. */
+  private async settleIn(tx: Tx, delivery: DeliveryRecord, status: "delivered" | "failed" | "cancelled", owner: string): Promise<void> {
+    const { next } = await tx.webhookDeliveries.settle(delivery.id, status, Date.now());
+    if (next) await enqueueDelivery(tx.db, next.id, owner);
   }
 }
 

@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
-import type { Db, EventRecord, Store, WebhookRecord } from "../db";
+import type { EventRecord, Sql, Store, WebhookRecord } from "../db";
 import type { Logger } from "../log";
 import { enqueueJob, RetryLater, type Job, type NewJob } from "../queue";
 import { addDelivery } from "./deliver";
@@ -27,8 +27,8 @@ export interface FanOutJob {
 }
 
 /** Enqueues the fan-out of a just-recorded event; joins the caller's transaction. */
-export function enqueueFanOut(db: Db, event: EventRecord): void {
-  enqueueJob<FanOutJob>(db, EVENT_FANOUT_QUEUE, fanOutJob(event));
+export async function enqueueFanOut(db: Sql, event: EventRecord): Promise<void> {
+  await enqueueJob<FanOutJob>(db, EVENT_FANOUT_QUEUE, fanOutJob(event));
 }
 
 const fanOutJob = (event: EventRecord): NewJob<FanOutJob> => ({
@@ -38,8 +38,8 @@ const fanOutJob = (event: EventRecord): NewJob<FanOutJob> => ({
 });
 
 /** The fan-out jobs that must exist: one per event not fanned out yet (for `JobQueue.expect`). */
-export function expectedFanOutJobs(store: Store, limit: number): NewJob<FanOutJob>[] {
-  return store.events.fanOutsPending(limit).map(fanOutJob);
+export async function expectedFanOutJobs(store: Store, limit: number): Promise<NewJob<FanOutJob>[]> {
+  return (await store.events.fanOutsPending(limit)).map(fanOutJob);
 }
 
 export const fanOutJobId = (eventId: string) => `fanout-${eventId}`;
@@ -63,15 +63,14 @@ export function wantsEvent(webhook: WebhookRecord, event: Pick<EventRecord, "nam
  * Returns the event worked on and the deliveries added, or undefined when nothing is left to
  * do up to the event `upToSeq`.
  */
-export function fanOutBatch(
+export async function fanOutBatch(
   store: Store,
   userId: string,
   upToSeq: number,
   limits: { batch: number; budgetMs: number } = { batch: FANOUT_BATCH, budgetMs: FANOUT_BUDGET_MS },
-): { event: EventRecord; added: number } | undefined {
-  return store.db
-    .transaction(() => {
-      const event = store.events.oldestToFanOut(userId);
+): Promise<{ event: EventRecord; added: number } | undefined> {
+  return store.transaction(async (tx) => {
+      const event = await tx.events.oldestToFanOut(userId);
       if (!event || event.seq > upToSeq || event.fanoutAfter === null) return undefined;
       const started = performance.now();
       let after = event.fanoutAfter;
@@ -81,13 +80,13 @@ export function fanOutBatch(
       // Pages small enough that a batch cut by the budget has read little it does not use.
       // At least one page, however slow: every batch makes progress.
       while (looked < limits.batch && !finished && (looked === 0 || performance.now() - started <= limits.budgetMs)) {
-        const page = store.webhooks.pageForUser(userId, after, Math.min(PAGE, limits.batch - looked));
+        const page = await tx.webhooks.pageForUser(userId, after, Math.min(PAGE, limits.batch - looked));
         if (page.length < Math.min(PAGE, limits.batch - looked)) finished = true;
         for (const w of page) {
           looked++;
           after = w.seq;
           if (wantsEvent(w, event)) {
-            addDelivery(store, { webhookId: w.id, eventId: event.id, streamId: event.streamId, windowStart: event.createdAt, createdAt: Date.now() }, userId);
+            await addDelivery(tx, { webhookId: w.id, eventId: event.id, streamId: event.streamId, windowStart: event.createdAt, createdAt: Date.now() }, userId);
             added++;
           }
           if (performance.now() - started > limits.budgetMs) {
@@ -97,10 +96,9 @@ export function fanOutBatch(
           }
         }
       }
-      store.events.setFanOutProgress(event.id, finished ? null : after);
+      await tx.events.setFanOutProgress(event.id, finished ? null : after);
       return { event, added };
-    })
-    .immediate();
+    });
 }
 
 /**
@@ -110,14 +108,14 @@ export function fanOutBatch(
  */
 export function fanOutHandler(store: Store, log: Logger, stopping: () => boolean = () => false): (job: Job<FanOutJob>) => Promise<void> {
   return async (job) => {
-    const own = store.events.get(job.data.eventId);
+    const own = await store.events.get(job.data.eventId);
     // Pruned, or finished by another job: nothing to do.
     if (!own || own.fanoutAfter === null) return;
     const started = Date.now();
     let deliveries = 0;
     let batches = 0;
     for (;;) {
-      const done = fanOutBatch(store, job.data.userId, own.seq);
+      const done = await fanOutBatch(store, job.data.userId, own.seq);
       if (!done) break;
       deliveries += done.added;
       batches++;

@@ -6,12 +6,10 @@ import { addDelivery } from "./deliver";
  * signature), at the end of its lane and with a retry window of its own, as if raised now.
  * `isLaneHead` is false when it waits behind an earlier delivery of the stream still pending.
  */
-export function resendLoggedEvent(store: Store, entry: WebhookLogRecord, now = Date.now()): { delivery: DeliveryRecord; isLaneHead: boolean } {
-  return store.db
-    .transaction(() => {
-      const event = store.events.get(entry.eventId);
-      if (!event) throw new Error(`log entry ${entry.id}: event ${entry.eventId} is missing`);
-      return addDelivery(store, { webhookId: entry.webhookId, eventId: event.id, streamId: event.streamId, windowStart: now, createdAt: now }, event.userId);
-    })
-    .immediate();
+export async function resendLoggedEvent(store: Store, entry: WebhookLogRecord, now = Date.now()): Promise<{ delivery: DeliveryRecord; isLaneHead: boolean }> {
+  return store.transaction(async (tx) => {
+    const event = await tx.events.get(entry.eventId);
+    if (!event) throw new Error(`log entry ${entry.id}: event ${entry.eventId} is missing`);
+    return addDelivery(tx, { webhookId: entry.webhookId, eventId: event.id, streamId: event.streamId, windowStart: now, createdAt: now }, event.userId);
+  });
 }

@@ -11,8 +11,8 @@ export function startWebhookHistoryRetention(store: Store, retentionDays: number
   if (retentionDays <= 0) return () => {};
   return startSweeping(
     "webhook history sweep",
-    () => {
-      const pruned = pruneWebhookHistory(store.db, Date.now() - retentionDays * DAY_MS);
+    async () => {
+      const pruned = await pruneWebhookHistory(store.db, Date.now() - retentionDays * DAY_MS);
       if (pruned.attempts + pruned.deliveries + pruned.events > 0) log.info({ ...pruned, retentionDays }, "deleted webhook history past its retention");
     },
     log,

@@ -68,7 +68,7 @@ describe("target urls", () => {
     const res = await api("POST", "/multistream/target", { url, name: "Facebook" });
     expect(res.status).toBe(201);
     expect(res.body).toMatchObject({ url, tlsVerify: true });
-    expect(fx.t.server.store.targets.get(res.body.id)!.url).toBe(url);
+    expect((await fx.t.server.store.targets.get(res.body.id))!.url).toBe(url);
   });
 
   it("is stored in its canonical form (scheme and host in lower case)", async () => {

@@ -84,9 +84,9 @@ describe("livepeer SDK", () => {
   it("session getAll / get / getRecorded", async () => {
     const s = (await sdk.stream.create({ name: "sessions", record: true })).stream!;
     const { store } = t.server;
-    const session = store.sessions.start(store.streams.get(s.id!)!);
-    store.sessions.end(session.id);
-    store.sessions.setRecordingStatus(session.id, "ready");
+    const session = await store.sessions.start((await store.streams.get(s.id!))!);
+    await store.sessions.end(session.id);
+    await store.sessions.setRecordingStatus(session.id, "ready");
 
     const all = await sdk.session.getAll();
     expect(all.data!.map((x) => x.id)).toContain(session.id);

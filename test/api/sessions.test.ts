@@ -4,10 +4,10 @@ const fx = useTestServer();
 const { api, bob } = fx;
 
 /** Sessions are written by ingest; here the real repository stands in for a publish. */
-function publish(streamId: string) {
+async function publish(streamId: string) {
   const { store } = fx.t.server;
-  const session = store.sessions.start(store.streams.get(streamId)!);
-  store.sessions.addProgress(session.id, { sourceSegments: 5, sourceSegmentsDuration: 10.2 });
+  const session = await store.sessions.start((await store.streams.get(streamId))!);
+  await store.sessions.addProgress(session.id, { sourceSegments: 5, sourceSegmentsDuration: 10.2 });
   return session;
 }
 
@@ -15,10 +15,10 @@ describe("sessions", () => {
   it("GET /session/{id}, /session and /stream/{id}/sessions show the caller's sessions", async () => {
     const P = { name: "360p", bitrate: 800000, fps: 30, width: 640, height: 360 };
     const s = (await api("POST", "/stream", { name: "show", profiles: [P], record: true })).body;
-    const first = publish(s.id);
-    fx.t.server.store.sessions.end(first.id);
+    const first = await publish(s.id);
+    await fx.t.server.store.sessions.end(first.id);
     await api("PATCH", `/stream/${s.id}/record`, { record: false });
-    const second = publish(s.id);
+    const second = await publish(s.id);
 
     const got = await api("GET", `/session/${first.id}`);
     expect(got.status).toBe(200);
@@ -38,9 +38,9 @@ describe("sessions", () => {
 
   it("shows recording fields only on recorded sessions", async () => {
     const s = (await api("POST", "/stream", { name: "rec", record: true })).body;
-    const session = publish(s.id);
-    fx.t.server.store.sessions.end(session.id);
-    fx.t.server.store.sessions.setRecordingStatus(session.id, "ready");
+    const session = await publish(s.id);
+    await fx.t.server.store.sessions.end(session.id);
+    await fx.t.server.store.sessions.setRecordingStatus(session.id, "ready");
     const body = (await api("GET", `/stream/${s.id}/sessions?record=1`)).body[0];
     expect(body).toMatchObject({ recordingStatus: "ready" });
     // DESIGN.md's paths, signed: the session id alone opens nothing (test/recordings/signedUrls).
@@ -49,14 +49,14 @@ describe("sessions", () => {
     expect(body.mp4URL).toBe(body.mp4Url);
 
     const plain = (await api("POST", "/stream", { name: "plain" })).body;
-    const unrecorded = (await api("GET", `/session/${publish(plain.id).id}`)).body;
+    const unrecorded = (await api("GET", `/session/${(await publish(plain.id)).id}`)).body;
     expect(unrecorded).not.toHaveProperty("recordingStatus");
     expect(unrecorded).not.toHaveProperty("recordingUrl");
   });
 
   it("another user sees none of them", async () => {
     const s = (await api("POST", "/stream", { name: "private" })).body;
-    const session = publish(s.id);
+    const session = await publish(s.id);
     expect((await bob("GET", `/session/${session.id}`)).status).toBe(404);
     expect((await bob("GET", `/stream/${s.id}/sessions`)).status).toBe(404);
     expect((await bob("GET", "/session")).body).toEqual([]);

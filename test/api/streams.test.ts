@@ -143,7 +143,7 @@ describe("GET, PATCH, DELETE /stream/{id}", () => {
     expect(missing.body.errors).toEqual(["record: is required"]);
     expect((await bob("PATCH", `/stream/${s.id}/record`, { record: true })).status).toBe(404);
 
-    const session = fx.t.server.store.sessions.start(fx.t.server.store.streams.get(s.id)!);
+    const session = await fx.t.server.store.sessions.start((await fx.t.server.store.streams.get(s.id))!);
     const child = await api("PATCH", `/stream/${session.id}/record`, { record: true });
     expect(child.status).toBe(400);
     expect(child.body).toEqual({ errors: ["can't set for session"] });
@@ -176,8 +176,8 @@ describe("GET /stream", () => {
     const plain = (await a("POST", "/stream", { name: "plain" })).body;
     const susp = (await a("POST", "/stream", { name: "suspended one" })).body;
     await a("PATCH", `/stream/${susp.id}`, { suspended: true });
-    const session = fresh.t.server.store.sessions.start(fresh.t.server.store.streams.get(rec.id)!);
-    fresh.t.server.store.db.prepare("UPDATE streams SET is_active = 1 WHERE id = ?").run(plain.id);
+    const session = await fresh.t.server.store.sessions.start((await fresh.t.server.store.streams.get(rec.id))!);
+    await fresh.t.server.store.db.run("UPDATE streams SET is_active = 1 WHERE id = ?", [plain.id]);
 
     const ids = async (q: string) => ((await a("GET", `/stream${q}`)).body as { id: string }[]).map((s) => s.id);
     expect(await ids("")).toEqual([session.id, susp.id, plain.id, rec.id]);

@@ -49,14 +49,14 @@ describe("multistream targets", () => {
     expect((await api("GET", `/multistream/target/${t1.id}`)).body).toMatchObject({ name: "one", disabled: true });
     expect((await api("PATCH", `/multistream/target/${t1.id}`, { name: "renamed", url: "rtmp://two.example.com/app/k2" })).status).toBe(204);
     expect((await api("GET", `/multistream/target/${t1.id}`)).body).toMatchObject({ name: "renamed", disabled: true });
-    expect(fx.t.server.store.targets.get(t1.id)!.url).toBe("rtmp://two.example.com/app/k2");
+    expect((await fx.t.server.store.targets.get(t1.id))!.url).toBe("rtmp://two.example.com/app/k2");
     expect((await api("PATCH", `/multistream/target/${t1.id}`, {})).status).toBe(204);
-    expect(fx.t.server.store.targets.get(t1.id)).toMatchObject({ name: "renamed", url: "rtmp://two.example.com/app/k2", disabled: true });
+    expect(await fx.t.server.store.targets.get(t1.id)).toMatchObject({ name: "renamed", url: "rtmp://two.example.com/app/k2", disabled: true });
 
     expect((await api("PATCH", `/multistream/target/${t1.id}`, { url: "ftp://x/y" })).status).toBe(422);
     expect((await bob("PATCH", `/multistream/target/${t1.id}`, { name: "mine now" })).status).toBe(404);
     expect((await bob("GET", `/multistream/target/${t1.id}`)).status).toBe(404);
-    expect(fx.t.server.store.targets.get(t1.id)!.name).toBe("renamed");
+    expect((await fx.t.server.store.targets.get(t1.id))!.name).toBe("renamed");
   });
 
   it("DELETE (204); refused with the referencing streams named while a stream references it", async () => {

@@ -62,17 +62,17 @@ export async function writeRecording(dir: string, clip: string, minBytes: number
 }
 
 /** A recorded session that has ended and is not finalized yet (the next start finalizes it). */
-export function endedRecordedSession(store: Store, userName = "rec"): { sessionId: string; streamId: string; userId: string } {
-  const user = store.users.getOrCreate(userName);
-  const stream = store.streams.create({ userId: user.id, name: "long", profiles: [], record: true, playbackPolicy: null });
-  const session = store.sessions.start(stream);
-  store.sessions.end(session.id);
+export async function endedRecordedSession(store: Store, userName = "rec"): Promise<{ sessionId: string; streamId: string; userId: string }> {
+  const user = await store.users.getOrCreate(userName);
+  const stream = await store.streams.create({ userId: user.id, name: "long", profiles: [], record: true, playbackPolicy: null });
+  const session = await store.sessions.start(stream);
+  await store.sessions.end(session.id);
   return { sessionId: session.id, streamId: stream.id, userId: user.id };
 }
 
 /** The finalize job's row in the embedded queue's table. */
-export function finalizeJobRow(store: Store, sessionId: string): { state: string; attempts: number; run_at: number; last_error: string | null } | undefined {
-  return store.db.prepare("SELECT state, attempts, run_at, last_error FROM queue_jobs WHERE id = ?").get(`finalize-${sessionId}`) as never;
+export function finalizeJobRow(store: Store, sessionId: string): Promise<{ state: string; attempts: number; run_at: number; last_error: string | null } | undefined> {
+  return store.db.get("SELECT state, attempts, run_at, last_error FROM queue_jobs WHERE id = ?", [`finalize-${sessionId}`]);
 }
 
 /** Free space where tests write their temporary files. */

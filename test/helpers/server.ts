@@ -4,6 +4,7 @@ import path from "node:path";
 import { loadConfig } from "../../src/config";
 import { createLogger } from "../../src/log";
 import { startServer, type RunningServer } from "../../src/server";
+import { dropTestDatabase, testDatabaseEnv } from "./database";
 
 export interface TestServer {
   server: RunningServer;
@@ -13,7 +14,7 @@ export interface TestServer {
   /** The key of the user created on first start. */
   key: string;
   /** A key for another user (created if needed). */
-  keyFor(userName: string): string;
+  keyFor(userName: string): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -36,20 +37,25 @@ export async function startTestServer(env: Record<string, string> = {}, options:
   const dataDir = options.dataDir ?? tempDir();
   // Sessions end as soon as their publisher leaves unless a test asks for a reconnect window:
   // most tests are about one publish, and would otherwise wait out the default 30 s.
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", RECONNECT_WINDOW_SECONDS: "0", ...LOOPBACK_DESTINATIONS, ...env });
+  // On PostgreSQL (TEST_DATABASE_URL), the data directory's own database: a restart finds it again.
+  const database = await testDatabaseEnv(dataDir);
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", RECONNECT_WINDOW_SECONDS: "0", ...LOOPBACK_DESTINATIONS, ...database, ...env });
   const server = await startServer(config, createLogger(config.logLevel));
   const apiUrl = `http://127.0.0.1:${server.port}/api`;
-  const keyFor = (userName: string) => server.store.apiKeys.create(server.store.users.getOrCreate(userName).id);
+  const keyFor = async (userName: string) => server.store.apiKeys.create((await server.store.users.getOrCreate(userName)).id);
   return {
     server,
     dataDir,
     apiUrl,
     // A restart creates no first user: give the test a fresh key of the same user.
-    key: server.firstUser?.apiKey ?? keyFor("admin"),
+    key: server.firstUser?.apiKey ?? (await keyFor("admin")),
     keyFor,
     stop: async () => {
       await server.stop();
-      if (!options.dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+      if (!options.dataDir) {
+        fs.rmSync(dataDir, { recursive: true, force: true });
+        await dropTestDatabase(dataDir);
+      }
     },
   };
 }
@@ -65,7 +71,7 @@ export function useTestServer(env: Record<string, string> = {}): { readonly t: T
   beforeAll(async () => {
     t = await startTestServer(env);
     api = apiClient(t.apiUrl, t.key);
-    bob = apiClient(t.apiUrl, t.keyFor("bob"));
+    bob = apiClient(t.apiUrl, await t.keyFor("bob"));
   });
   afterAll(() => t?.stop());
   return {

@@ -38,7 +38,7 @@ beforeAll(async () => {
   t = await startTestServer({ API_RATE_LIMIT: "0" });
   keyA = t.key;
   asA = apiClient(t.apiUrl, keyA);
-  asB = apiClient(t.apiUrl, t.keyFor("bob"));
+  asB = apiClient(t.apiUrl, await t.keyFor("bob"));
   // The route table itself: every endpoint the API serves, as the server mounts them.
   routes = apiRoutes({ store: t.server.store, log: createLogger("silent"), publicUrl: () => t.server.publicUrl, signRecording: () => "", live: t.server.sessions });
 

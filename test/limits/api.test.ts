@@ -20,8 +20,8 @@ describe("per-key API rate limit", () => {
   afterAll(() => t.stop());
 
   it("answers 429 with Retry-After past the burst; other keys go on; the key recovers after the wait", async () => {
-    const api = apiClient(t.apiUrl, t.keyFor("alice"));
-    const other = apiClient(t.apiUrl, t.keyFor("bob"));
+    const api = apiClient(t.apiUrl, await t.keyFor("alice"));
+    const other = apiClient(t.apiUrl, await t.keyFor("bob"));
 
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) statuses.push((await api("GET", "/stream")).status);
@@ -46,20 +46,20 @@ describe("per-key API rate limit", () => {
     expect(Date.now() - waitedFrom).toBeLessThanOrEqual(retryAfter * 1000 + 500);
     // The recovery spent the token it earned; a second key of the same user looks at the result.
     expect((await api("GET", "/stream")).status).toBe(429);
-    const listed = (await apiClient(t.apiUrl, t.keyFor("alice"))("GET", "/stream")).body as { name: string }[];
+    const listed = (await apiClient(t.apiUrl, await t.keyFor("alice"))("GET", "/stream")).body as { name: string }[];
     expect(listed.map((s) => s.name)).not.toContain("refused");
   });
 
   it("counts per key, not per user, and never counts unauthenticated requests", async () => {
-    const first = apiClient(t.apiUrl, t.keyFor("carol"));
-    const second = apiClient(t.apiUrl, t.keyFor("carol"));
+    const first = apiClient(t.apiUrl, await t.keyFor("carol"));
+    const second = apiClient(t.apiUrl, await t.keyFor("carol"));
     for (let i = 0; i < 3; i++) expect((await first("GET", "/stream")).status).toBe(200);
     expect((await first("GET", "/stream")).status).toBe(429);
     expect((await second("GET", "/stream")).status).toBe(200);
 
     // Many 401s with unknown keys: 401 each time, never 429, and no bucket spent.
     for (let i = 0; i < 10; i++) expect((await apiClient(t.apiUrl, "not-a-key")("GET", "/stream")).status).toBe(401);
-    const fresh = apiClient(t.apiUrl, t.keyFor("dave"));
+    const fresh = apiClient(t.apiUrl, await t.keyFor("dave"));
     const noAuth = await fetch(`${t.apiUrl}/stream`);
     expect(noAuth.status).toBe(401);
     for (let i = 0; i < 3; i++) expect((await fresh("GET", "/stream")).status).toBe(200);
@@ -143,8 +143,8 @@ describe("per-user caps on streams, webhooks and targets", () => {
   afterAll(() => t.stop());
 
   it("the next one past a cap is a 400 naming the limit; deleting makes room; other users are not counted", async () => {
-    const api = apiClient(t.apiUrl, t.keyFor("carol"));
-    const other = apiClient(t.apiUrl, t.keyFor("dave"));
+    const api = apiClient(t.apiUrl, await t.keyFor("carol"));
+    const other = apiClient(t.apiUrl, await t.keyFor("dave"));
     const first = (await api("POST", "/stream", { name: "one" })).body;
     expect((await api("POST", "/stream", { name: "two" })).status).toBe(201);
     const refused = await api("POST", "/stream", { name: "three" });

@@ -14,8 +14,8 @@ beforeAll(async () => {
 afterAll(() => t.stop());
 
 it("refuses a user's publish beyond MAX_LIVE_STREAMS_PER_USER at once; other users publish", async () => {
-  const alice = apiClient(t.apiUrl, t.keyFor("alice"));
-  const bob = apiClient(t.apiUrl, t.keyFor("bob"));
+  const alice = apiClient(t.apiUrl, await t.keyFor("alice"));
+  const bob = apiClient(t.apiUrl, await t.keyFor("bob"));
   const [a1, a2, b1] = [
     (await alice("POST", "/stream", { name: "alice one" })).body,
     (await alice("POST", "/stream", { name: "alice two" })).body,

@@ -82,7 +82,7 @@ describe("refusals carry an RTMP status with the reason", () => {
     const second = (await api("POST", "/stream", { name: "second of the same user" })).body;
     await expectRefused(second.streamKey, "NetStream.Publish.Rejected", /^user .* already has 1 live streams, the limit \(MAX_LIVE_STREAMS_PER_USER=1\)$/);
 
-    const bob = apiClient(fx.t.apiUrl, fx.t.keyFor("bob"));
+    const bob = apiClient(fx.t.apiUrl, await fx.t.keyFor("bob"));
     const ladder = (await bob("POST", "/stream", { name: "bob's ladder", profiles: low })).body;
     await expectRefused(ladder.streamKey, "NetStream.Publish.Rejected", /^server at capacity: this stream's ladder needs 3\.1 Mpx\/s of transcoding and 1\.9 of 5 are free \(TRANSCODE_BUDGET\)/);
 

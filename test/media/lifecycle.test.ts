@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import Database from "better-sqlite3";
+import { dropTestDatabase, openTestStore } from "../helpers/database";
 import { ffmpegPidsMentioning, pushTestStream, waitFor } from "../helpers/media";
 import { apiClient, startTestServer, tempDir } from "../helpers/server";
 
@@ -23,13 +23,14 @@ describe("server lifecycle with live sessions", () => {
     expect(pushEnd.code).not.toBe(0);
 
     // State is consistent on disk: nothing active, the session closed, the playlist ended.
-    const db = new Database(path.join(dataDir, "onair.db"), { readonly: true });
-    expect(db.prepare("SELECT COUNT(*) AS n FROM streams WHERE is_active = 1").get()).toEqual({ n: 0 });
-    expect(db.prepare("SELECT COUNT(*) AS n FROM sessions WHERE ended_at IS NULL").get()).toEqual({ n: 0 });
-    db.close();
+    const db = await openTestStore(dataDir);
+    expect(await db.db.get("SELECT COUNT(*) AS n FROM streams WHERE is_active = 1")).toEqual({ n: 0 });
+    expect(await db.db.get("SELECT COUNT(*) AS n FROM sessions WHERE ended_at IS NULL")).toEqual({ n: 0 });
+    await db.close();
     const playlist = fs.readFileSync(path.join(dataDir, "hls", s.playbackId, "0", "index.m3u8"), "utf8");
     expect(playlist).toMatch(/#EXT-X-ENDLIST\s*$/);
     fs.rmSync(dataDir, { recursive: true, force: true });
+    await dropTestDatabase(dataDir);
   });
 
   it("at start, closes what a previous run that died left active", async () => {
@@ -40,17 +41,17 @@ describe("server lifecycle with live sessions", () => {
     const s = (await api("POST", "/stream", { name: "crashed" })).body;
     // What a run killed mid-session leaves behind: an open session, both streams active,
     // and a live playlist without its end.
-    const session = store.sessions.start(store.streams.get(s.id)!);
-    store.streams.setActive([s.id, session.id], true);
+    const session = await store.sessions.start((await store.streams.get(s.id))!);
+    await store.streams.setActive([s.id, session.id], true);
     const variant = path.join(dataDir, "hls", s.playbackId, "0");
     fs.mkdirSync(variant, { recursive: true });
     fs.writeFileSync(path.join(variant, "index.m3u8"), "#EXTM3U\n#EXT-X-MEDIA-SEQUENCE:0\n#EXTINF:1.0,\na_00000.ts\n");
     fs.writeFileSync(path.join(dataDir, "hls", s.playbackId, "index.m3u8"), "#EXTM3U\n");
     await first.stop();
     // first.stop() found no live session of its own to end: the rows stay as a crash left them.
-    const raw = new Database(path.join(dataDir, "onair.db"));
-    raw.prepare("UPDATE streams SET is_active = 1 WHERE id IN (?, ?)").run(s.id, session.id);
-    raw.close();
+    const raw = await openTestStore(dataDir);
+    await raw.db.run("UPDATE streams SET is_active = 1 WHERE id IN (?, ?)", [s.id, session.id]);
+    await raw.close();
 
     const second = await startTestServer(ENV, { dataDir });
     const api2 = apiClient(second.apiUrl, second.key);
@@ -60,5 +61,6 @@ describe("server lifecycle with live sessions", () => {
     expect(fs.readFileSync(path.join(variant, "index.m3u8"), "utf8")).toMatch(/#EXT-X-ENDLIST\s*$/);
     await second.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
+    await dropTestDatabase(dataDir);
   });
 });

@@ -1,3 +1,4 @@
+import { dropTestDatabase, testDatabaseEnv } from "../helpers/database";
 import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import { loadConfig } from "../../src/config";
@@ -19,7 +20,7 @@ export interface Harness {
   hls(playbackId: string, file?: string): string;
   /** Stops the server (and the receiver, unless `keepReceiver`); the data stays until `dispose`. */
   stop(opts?: { keepReceiver?: boolean }): Promise<void>;
-  dispose(): void;
+  dispose(): Promise<void>;
 }
 
 /**
@@ -31,9 +32,10 @@ export async function startHarness(opts: { env?: Record<string, string>; dataDir
   const env = opts.env ?? {};
   const logs: string[] = [];
   // No reconnect window unless a test asks for one (a stream's reconnectWindow, or env).
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", HLS_SEGMENT_SECONDS: "1", RECONNECT_WINDOW_SECONDS: "0", ...LOOPBACK_DESTINATIONS, ...env });
+  const database = await testDatabaseEnv(dataDir);
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", HLS_SEGMENT_SECONDS: "1", RECONNECT_WINDOW_SECONDS: "0", ...LOOPBACK_DESTINATIONS, ...database, ...env });
   const server = await startServer(config, createLogger("debug", { write: (line: string) => void logs.push(line) }));
-  const key = server.firstUser?.apiKey ?? server.store.apiKeys.create(server.store.users.getOrCreate("admin").id);
+  const key = server.firstUser?.apiKey ?? (await server.store.apiKeys.create((await server.store.users.getOrCreate("admin")).id));
   const api = apiClient(`http://127.0.0.1:${server.port}/api`, key);
   // A restart on the same data keeps its receiver, registered already.
   const receiver = opts.receiver ?? (await startReceiver());
@@ -53,7 +55,10 @@ export async function startHarness(opts: { env?: Record<string, string>; dataDir
       await server.stop();
       if (!opts.keepReceiver) await receiver.close();
     },
-    dispose: () => fs.rmSync(dataDir, { recursive: true, force: true }),
+    dispose: async () => {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+      await dropTestDatabase(dataDir);
+    },
   };
 }
 

@@ -25,7 +25,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await h.stop();
-  h.dispose();
+  await h.dispose();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -55,7 +55,8 @@ it("targets stored before the policy, at refused loopback addresses: multistream
     `srt://127.0.0.2:${listener.port}?streamid=sk_refused_srt`,
   ];
   // Written straight to the store, as an older onair would have taken them (the API now says 422).
-  const targets = urls.map((url, i) => h.server.store.targets.create({ userId: h.server.store.users.getOrCreate("admin").id, name: `refused ${i}`, url, disabled: false }));
+  const admin = await h.server.store.users.getOrCreate("admin");
+  const targets = await Promise.all(urls.map((url, i) => h.server.store.targets.create({ userId: admin.id, name: `refused ${i}`, url, disabled: false })));
   const s = (await h.api("POST", "/stream", { name: "refused pushes", multistream: { targets: targets.map((t) => ({ id: t.id, profile: "source" })) } })).body;
   const publisher = pushTestStream(`${h.rtmp}/${s.streamKey}`, { seconds: 60 });
   publishers.push(publisher);

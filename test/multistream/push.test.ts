@@ -29,7 +29,7 @@ afterEach(async () => {
 });
 afterAll(async () => {
   await h.stop();
-  h.dispose();
+  await h.dispose();
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
@@ -284,7 +284,7 @@ describe("multistream and shutdown", () => {
     } finally {
       await restarted?.stop();
       await own.stop();
-      own.dispose();
+      await own.dispose();
     }
   });
 });

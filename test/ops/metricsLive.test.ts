@@ -1,3 +1,4 @@
+import { READ_ONLY_PROBE, setReadOnly } from "../helpers/database";
 import path from "node:path";
 import fs from "node:fs";
 import http from "node:http";
@@ -155,9 +156,9 @@ describe("readiness when the media folder cannot be written", () => {
 describe("readiness when the database refuses writes", () => {
   // Last in this file: the server's own queue cannot write meanwhile either.
   it("/readyz is 503 naming the database, and ready again once it takes writes", async () => {
-    const db = t.server.store.db;
-    // What SQLite answers on a read-only volume: every write is refused.
-    db.pragma("query_only = 1");
+    const { store } = t.server;
+    // What the database answers on a read-only volume (or server): every write is refused.
+    await setReadOnly(store, true);
     try {
       const ready = await waitFor("/readyz 503", async () => {
         const res = await fetch(`${admin}/readyz`);
@@ -165,14 +166,14 @@ describe("readiness when the database refuses writes", () => {
       }, 5000);
       expect(await ready.json()).toEqual({
         status: "unavailable",
-        checks: { database: "not writable: attempt to write a readonly database", storage: "ok", ffmpeg: "ok", rtmp: "ok" },
+        checks: { database: expect.stringMatching(READ_ONLY_PROBE), storage: "ok", ffmpeg: "ok", rtmp: "ok" },
       });
       expect((await fetch(`${base}/healthz`)).status).toBe(200);
     } finally {
-      db.pragma("query_only = 0");
+      await setReadOnly(store, false);
     }
     await waitFor("/readyz 200", async () => (await fetch(`${admin}/readyz`)).status === 200, 5000);
-    // The probe gave the connection its usual lock wait back.
-    expect(db.pragma("busy_timeout", { simple: true })).toBe(5000);
+    // The probe gave the SQLite connection its usual lock wait back.
+    if (store.db.sqlite) expect(store.db.sqlite.pragma("busy_timeout", { simple: true })).toBe(5000);
   });
 });

@@ -1,3 +1,4 @@
+import { setReadOnly } from "../helpers/database";
 import { useTestServer } from "../helpers/server";
 
 // The operator's routes (/metrics, /readyz) are not for tenants: on a listener of their own
@@ -29,8 +30,8 @@ describe("the operator's surface", () => {
   it("readiness is reused for a moment, then follows the database", async () => {
     const readyz = async () => (await fetch(`${fx.t.server.adminUrl}/readyz`)).status;
     expect(await readyz()).toBe(200);
-    const db = fx.t.server.store.db;
-    db.pragma("query_only = 1");
+    const { store } = fx.t.server;
+    await setReadOnly(store, true);
     try {
       // Just answered: the same answer, without taking the write lock again.
       expect(await readyz()).toBe(200);
@@ -40,7 +41,7 @@ describe("the operator's surface", () => {
         await new Promise((r) => setTimeout(r, 100));
       }
     } finally {
-      db.pragma("query_only = 0");
+      await setReadOnly(store, false);
     }
   });
 });

@@ -47,8 +47,8 @@ describe("readiness", () => {
     });
   });
 
-  it("takes a probe that throws as failed with its message", () => {
-    const r = checkReadiness({
+  it("takes a probe that throws as failed with its message", async () => {
+    const r = await checkReadiness({
       database: () => {
         throw new Error("disk I/O error");
       },

@@ -1,3 +1,4 @@
+import { dropTestDatabase, openTestStore } from "../helpers/database";
 import fs from "node:fs";
 import path from "node:path";
 import { loadConfig } from "../../src/config";
@@ -11,7 +12,7 @@ import { tempDir } from "../helpers/server";
 it("refuses to start, naming the server (not its password), when Redis cannot be reached", async () => {
   const dir = tempDir();
   const config = loadConfig({ DATA_DIR: dir, REDIS_URL: "redis://:hunter2@127.0.0.1:1" });
-  const store = openStore(config.dbPath);
+  const store = await openTestStore(dir);
   const t0 = performance.now();
   try {
     const attempt = startEvents(config, store, createLogger("silent"));
@@ -20,7 +21,8 @@ it("refuses to start, naming the server (not its password), when Redis cannot be
     // Within the 5 s connect timeout, not hanging on ioredis's endless reconnects.
     expect(performance.now() - t0).toBeLessThan(6_000);
   } finally {
-    store.close();
-    fs.rmSync(path.dirname(config.dbPath), { recursive: true, force: true });
+    await store.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+    await dropTestDatabase(dir);
   }
 });

@@ -1,3 +1,4 @@
+import { dropTestDatabase, openTestStore } from "../helpers/database";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -51,14 +52,14 @@ describe.each(adapters)("queue contract: %s", (kind, open) => {
     return q;
   };
 
-  beforeEach(() => {
+  beforeEach(async () => {
     dir = tempDir();
-    store = openStore(path.join(dir, "onair.db"));
+    store = await openTestStore(dir);
     name = `t-${crypto.randomUUID()}`;
   });
   afterEach(async () => {
     await Promise.all(opened.splice(0).map((q) => q.close({ force: true })));
-    store.close();
+    await store.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -74,10 +75,10 @@ describe.each(adapters)("queue contract: %s", (kind, open) => {
       ran.push(job);
       started.get(job.id)?.();
     }, { concurrency: 2 });
-    const run = (id: string, n: number) => {
+    const run = async (id: string, n: number) => {
       const d = deferred(id);
       started.set(id, d.resolve);
-      q.enqueue(name, { id, data: { n } });
+      await q.enqueue(name, { id, data: { n } });
       return d.promise;
     };
     // The first job also waits for the worker to be ready (BullMQ loads its scripts): not timed.
@@ -97,7 +98,7 @@ describe.each(adapters)("queue contract: %s", (kind, open) => {
     const done = deferred<number>("the delayed job");
     q.process(name, async () => done.resolve(performance.now()), { concurrency: 1 });
     const t0 = performance.now();
-    q.enqueue(name, { id: "later", data: {}, delayMs: 300 });
+    await q.enqueue(name, { id: "later", data: {}, delayMs: 300 });
     // Timers may fire a millisecond or two early against a millisecond clock.
     expect((await done.promise) - t0).toBeGreaterThanOrEqual(295);
   });
@@ -110,17 +111,17 @@ describe.each(adapters)("queue contract: %s", (kind, open) => {
       ran.push(`${job.id}:${job.data.v}`);
       sentinels.get(job.id)?.();
     }, { concurrency: 1 });
-    const sentinel = (id: string) => {
+    const sentinel = async (id: string) => {
       const d = deferred(id);
       sentinels.set(id, d.resolve);
-      q.enqueue(name, { id, data: { v: 0 } });
+      await q.enqueue(name, { id, data: { v: 0 } });
       return d.promise;
     };
-    q.enqueue(name, { id: "once", data: { v: 1 } });
-    q.enqueue(name, { id: "once", data: { v: 2 } });
+    await q.enqueue(name, { id: "once", data: { v: 1 } });
+    await q.enqueue(name, { id: "once", data: { v: 2 } });
     // One at a time, in order: when the sentinel has run, a duplicate would have run before it.
     await sentinel("s1");
-    q.enqueue(name, { id: "once", data: { v: 3 } });
+    await q.enqueue(name, { id: "once", data: { v: 3 } });
     await sentinel("s2");
     expect(ran).toEqual(["once:1", "s1:0", "s2:0"]);
   });
@@ -136,7 +137,7 @@ describe.each(adapters)("queue contract: %s", (kind, open) => {
       if (delay !== undefined) throw new RetryLater(delay, "503 Service Unavailable");
       done.resolve();
     }, { concurrency: 1 });
-    q.enqueue(name, { id: "retried", data: { k: "v" } });
+    await q.enqueue(name, { id: "retried", data: { k: "v" } });
     await done.promise;
     expect(runs.map((r) => [r.attempt, r.id, r.data])).toEqual([1, 2, 3, 4].map((a) => [a, "retried", { k: "v" }]));
     const gaps = runs.slice(1).map((r, i) => r.at - runs[i]!.at);
@@ -154,7 +155,7 @@ describe.each(adapters)("queue contract: %s", (kind, open) => {
       if (attempts.length === 3) throw new RetryLater(30, "remux failed");
       done.resolve();
     }, { concurrency: 1 });
-    q.enqueue(name, { id: "uncounted", data: {} });
+    await q.enqueue(name, { id: "uncounted", data: {} });
     await done.promise;
     expect(attempts).toEqual([1, 1, 1, 2]);
   });
@@ -170,12 +171,12 @@ describe.each(adapters)("queue contract: %s", (kind, open) => {
     }, { concurrency: 1 });
     const otherDone = deferred("the other queue's job");
     q.process(other, async () => otherDone.resolve(), { concurrency: 1 });
-    q.enqueue(name, { id: "before", data: {} });
+    await q.enqueue(name, { id: "before", data: {} });
     await first.promise;
     await worker.close();
     await worker.close();
-    q.enqueue(name, { id: "after", data: {} });
-    q.enqueue(other, { id: "elsewhere", data: {} });
+    await q.enqueue(name, { id: "after", data: {} });
+    await q.enqueue(other, { id: "elsewhere", data: {} });
     await otherDone.promise;
     await new Promise((r) => setTimeout(r, 200));
     expect(ran).toEqual(["before"]);
@@ -190,7 +191,7 @@ describe.each(adapters)("queue contract: %s", (kind, open) => {
       if (job.attempt === 1) throw new Error("database is locked");
       done.resolve();
     }, { concurrency: 1 });
-    q.enqueue(name, { id: "flaky", data: {} });
+    await q.enqueue(name, { id: "flaky", data: {} });
     await done.promise;
     expect(attempts).toEqual([1, 2]);
   });
@@ -208,7 +209,7 @@ describe.each(adapters)("queue contract: %s", (kind, open) => {
       active--;
       if (++finished === 12) done.resolve();
     }, { concurrency: 3 });
-    for (let i = 0; i < 12; i++) q.enqueue(name, { id: `c${i}`, data: {} });
+    for (let i = 0; i < 12; i++) await q.enqueue(name, { id: `c${i}`, data: {} });
     await done.promise;
     expect(most).toBe(3);
   });
@@ -221,20 +222,20 @@ describe.each(adapters)("queue contract: %s", (kind, open) => {
       ran.push(job.id);
       if (job.id === "committed") done.resolve();
     }, { concurrency: 1 });
-    expect(() =>
-      store.db.transaction(() => {
-        q.enqueue(name, { id: "rolled-back", data: {} });
+    await expect(
+      store.db.transaction(async (tx) => {
+        await q.enqueue(name, { id: "rolled-back", data: {} }, tx);
         throw new Error("the state change failed");
-      })(),
-    ).toThrow("the state change failed");
-    q.enqueue(name, { id: "committed", data: {} });
+      }),
+    ).rejects.toThrow("the state change failed");
+    await q.enqueue(name, { id: "committed", data: {} });
     await done.promise;
     expect(ran).toEqual(["committed"]);
   });
 
   it("keeps jobs across a restart: enqueued with no worker running, run by the next process", async () => {
     const first = await queue();
-    first.enqueue(name, { id: "survivor", data: { x: 1 } });
+    await first.enqueue(name, { id: "survivor", data: { x: 1 } });
     await first.close();
     const second = await queue();
     const done = deferred<Job<unknown>>("the job after the restart");
@@ -250,7 +251,7 @@ describe.each(adapters)("queue contract: %s", (kind, open) => {
       started.resolve();
       return new Promise<void>(() => {}); // never finishes: the process "dies" with it
     }, { concurrency: 1 });
-    first.enqueue(name, { id: "orphan", data: {} });
+    await first.enqueue(name, { id: "orphan", data: {} });
     await started.promise;
     await first.close({ force: true });
 

@@ -1,6 +1,6 @@
+import { dropTestDatabase, openTestStore } from "../helpers/database";
 import fs from "node:fs";
-import path from "node:path";
-import { openStore, type Store } from "../../src/db";
+import type { Store } from "../../src/db";
 import { createLogger } from "../../src/log";
 import { enqueueJob, type JobQueue } from "../../src/queue";
 import { EmbeddedQueue } from "../../src/queue/embedded";
@@ -15,68 +15,68 @@ let dir: string;
 let store: Store;
 let queue: JobQueue | undefined;
 
-beforeEach(() => {
+beforeEach(async () => {
   dir = tempDir();
-  store = openStore(path.join(dir, "onair.db"));
+  store = await openTestStore(dir);
 });
 afterEach(async () => {
   await queue?.close();
   queue = undefined;
-  store.close();
+  await store.close();
   fs.rmSync(dir, { recursive: true, force: true });
+  await dropTestDatabase(dir);
 });
 
 const add = (id: string, owner: string, delayMs = 0) => enqueueJob(store.db, "q", { id, data: { id }, owner, delayMs }, 1_000);
 
 describe("JobTable.claim", () => {
-  it("takes one due job per owner in turn, each owner's oldest first, wrapping around", () => {
-    for (let i = 0; i < 50; i++) add(`a${i}`, "alice");
-    add("b0", "bob");
-    add("b1", "bob");
-    add("c0", "carol");
+  it("takes one due job per owner in turn, each owner's oldest first, wrapping around", async () => {
+    for (let i = 0; i < 50; i++) await add(`a${i}`, "alice");
+    await add("b0", "bob");
+    await add("b1", "bob");
+    await add("c0", "carol");
     const table = new JobTable(store.db);
-    const first = table.claim("q", 2_000, 60_000, 5);
+    const first = await table.claim("q", 2_000, 60_000, 5);
     expect(first.rows.map((r) => r.id)).toEqual(["a0", "b0", "c0", "a1", "b1"]);
     expect(first.lastOwner).toBe("bob");
     // The next claim starts after bob: carol has nothing left, so alice's next.
-    const second = table.claim("q", 2_000, 60_000, 2, first.lastOwner);
+    const second = await table.claim("q", 2_000, 60_000, 2, first.lastOwner);
     expect(second.rows.map((r) => r.id)).toEqual(["a2", "a3"]);
   });
 
-  it("passes over owners whose jobs are not due, and leased jobs", () => {
-    add("a-later", "alice", 10_000);
-    add("b0", "bob");
-    add("b1", "bob");
+  it("passes over owners whose jobs are not due, and leased jobs", async () => {
+    await add("a-later", "alice", 10_000);
+    await add("b0", "bob");
+    await add("b1", "bob");
     const table = new JobTable(store.db);
     // b0 is leased by the first claim; the second finds bob's next due job, not b0 again.
-    expect(table.claim("q", 2_000, 60_000, 1).rows.map((r) => r.id)).toEqual(["b0"]);
-    expect(table.claim("q", 2_000, 60_000, 5, "bob").rows.map((r) => r.id)).toEqual(["b1"]);
-    expect(table.claim("q", 2_000, 60_000, 5).rows).toEqual([]);
-    expect(table.claim("q", 20_000, 60_000, 5).rows.map((r) => r.id)).toEqual(["a-later"]);
+    expect((await table.claim("q", 2_000, 60_000, 1)).rows.map((r) => r.id)).toEqual(["b0"]);
+    expect((await table.claim("q", 2_000, 60_000, 5, "bob")).rows.map((r) => r.id)).toEqual(["b1"]);
+    expect((await table.claim("q", 2_000, 60_000, 5)).rows).toEqual([]);
+    expect((await table.claim("q", 20_000, 60_000, 5)).rows.map((r) => r.id)).toEqual(["a-later"]);
   });
 
-  it("still claims when thousands of idle owners stand before the one with a due job", () => {
-    store.db.transaction(() => {
-      for (let i = 0; i < 2_500; i++) add(`idle${i}`, `idle-${String(i).padStart(5, "0")}`, 60_000);
-      add("due", "zed");
-    })();
+  it("still claims when thousands of idle owners stand before the one with a due job", async () => {
+    for (let i = 0; i < 2_500; i++) await add(`idle${i}`, `idle-${String(i).padStart(5, "0")}`, 60_000);
+    await add("due", "zed");
     const table = new JobTable(store.db);
-    expect(table.claim("q", 2_000, 60_000, 3).rows.map((r) => r.id)).toEqual(["due"]);
+    expect((await table.claim("q", 2_000, 60_000, 3)).rows.map((r) => r.id)).toEqual(["due"]);
   });
 
-  it("keeps jobs of other queues out", () => {
-    add("a0", "alice");
-    enqueueJob(store.db, "other", { id: "o0", data: {}, owner: "alice" }, 1_000);
+  it("keeps jobs of other queues out", async () => {
+    await add("a0", "alice");
+    await enqueueJob(store.db, "other", { id: "o0", data: {}, owner: "alice" }, 1_000);
     const table = new JobTable(store.db);
-    expect(table.claim("q", 2_000, 60_000, 5).rows.map((r) => r.id)).toEqual(["a0"]);
+    expect((await table.claim("q", 2_000, 60_000, 5)).rows.map((r) => r.id)).toEqual(["a0"]);
   });
 });
 
 it("the embedded queue runs a second user's job among the first few of another's burst", async () => {
-  store.db.transaction(() => {
-    for (let i = 0; i < 200; i++) enqueueJob(store.db, "q", { id: `a${i}`, data: { id: `a${i}` }, owner: "alice" });
-    enqueueJob(store.db, "q", { id: "b0", data: { id: "b0" }, owner: "bob" });
-  })();
+  // In one transaction: the burst is all there before any worker looks.
+  await store.db.transaction(async (tx) => {
+    for (let i = 0; i < 200; i++) await enqueueJob(tx, "q", { id: `a${i}`, data: { id: `a${i}` }, owner: "alice" });
+    await enqueueJob(tx, "q", { id: "b0", data: { id: "b0" }, owner: "bob" });
+  });
   const ran: string[] = [];
   let allRan!: () => void;
   const done = new Promise<void>((resolve) => (allRan = resolve));
@@ -106,7 +106,7 @@ describe("OwnerTurns (priorities for BullMQ)", () => {
     expect(calls.map(([owner, at]) => turns.next(owner, at))).toEqual(ranks);
   });
 
-  it("never exceeds BullMQ's largest priority", () => {
+  it("never exceeds BullMQ's largest priority", async () => {
     const turns = new OwnerTurns(1_000);
     let last = 0;
     for (let i = 0; i < MAX_PRIORITY + 5; i++) last = turns.next("a", 0);

@@ -1,3 +1,4 @@
+import { dropTestDatabase, openTestStore } from "../helpers/database";
 import fs from "node:fs";
 import path from "node:path";
 import { Writable } from "node:stream";
@@ -34,9 +35,9 @@ it("a lane whose job Redis lost (FLUSHALL mid-retry) delivers everything, in ord
   let failing = true;
   rx = await startReceiver(() => (failing ? 503 : 200));
   d = await startDelivery("bullmq", env(redis), { leaseMs: 600 });
-  d.webhook(rx.url);
-  const stream = d.stream();
-  for (let i = 1; i <= 3; i++) d.events.raise("stream.started", stream.id, { sessionId: `s${i}` });
+  await d.webhook(rx.url);
+  const stream = await d.stream();
+  for (let i = 1; i <= 3; i++) await d.events.raise("stream.started", stream.id, { sessionId: `s${i}` });
   // The lane's head is being retried (its job waits, delayed, in Redis); 2 and 3 wait behind it.
   await rx.waitFor((r) => r.length >= 2, "two failed attempts of the first event", 10_000);
   await redis.flush();
@@ -53,14 +54,14 @@ it("a fan-out whose job Redis lost before it ran is added again and fanned out",
   // No workers here: the job sits in Redis until the flush takes it.
   const dir = tempDir();
   const config = loadConfig({ DATA_DIR: dir, LOG_LEVEL: "silent", ...env(redis), WEBHOOK_CONCURRENCY: "0", ALLOW_PRIVATE_DESTINATIONS: "true" });
-  const store = openStore(config.dbPath);
+  const store = await openTestStore(dir);
   try {
-    const userId = store.users.getOrCreate("alice").id;
-    const stream = store.streams.create({ userId, name: "cam", profiles: [], record: false, playbackPolicy: null });
-    store.webhooks.create(userId, { name: "h", url: rx.url, events: ["stream.started"], sharedSecret: null, streamId: null });
+    const userId = (await store.users.getOrCreate("alice")).id;
+    const stream = await store.streams.create({ userId, name: "cam", profiles: [], record: false, playbackPolicy: null });
+    await store.webhooks.create(userId, { name: "h", url: rx.url, events: ["stream.started"], sharedSecret: null, streamId: null });
     const raiser = await startEvents(config, store, createLogger("silent"), { tuning: { leaseMs: 600 } });
-    raiser.events.raise("stream.started", stream.id, { sessionId: "s1" });
-    await until(() => (store.db.prepare("SELECT COUNT(*) AS n FROM queue_jobs").get() as { n: number }).n === 0, "the relay to Redis");
+    await raiser.events.raise("stream.started", stream.id, { sessionId: "s1" });
+    await until(async () => (await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM queue_jobs"))!.n === 0, "the relay to Redis");
     await redis.flush();
     await raiser.stop();
     // A process with workers starts later: only the reconciler can know the fan-out is owed.
@@ -71,8 +72,9 @@ it("a fan-out whose job Redis lost before it ran is added again and fanned out",
     expect(rx.received[0]!.body.payload).toEqual({ sessionId: "s1" });
     await worker.stop();
   } finally {
-    store.close();
+    await store.close();
     fs.rmSync(dir, { recursive: true, force: true });
+    await dropTestDatabase(dir);
   }
 });
 
@@ -80,17 +82,17 @@ it("while Redis is down jobs wait in the outbox and go once it is back; stop() w
   redis = await startOwnRedis();
   rx = await startReceiver(() => 200);
   d = await startDelivery("bullmq", env(redis), { leaseMs: 600, pollMs: 100 });
-  d.webhook(rx.url);
-  const stream = d.stream();
-  d.events.raise("stream.started", stream.id, { sessionId: "before" });
+  await d.webhook(rx.url);
+  const stream = await d.stream();
+  await d.events.raise("stream.started", stream.id, { sessionId: "before" });
   await rx.waitFor((r) => r.length === 1, "a delivery while Redis is up");
 
   await redis.stop();
-  d.events.raise("stream.started", stream.id, { sessionId: "during" });
+  await d.events.raise("stream.started", stream.id, { sessionId: "during" });
   // The relay cannot send it; the row stays. (Asserting that something does not happen needs a
   // while: three relay polls.)
   await new Promise((r) => setTimeout(r, 300));
-  expect((d.store.db.prepare("SELECT COUNT(*) AS n FROM queue_jobs WHERE queue = 'event-fanout'").get() as { n: number }).n).toBe(1);
+  expect((await d.store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM queue_jobs WHERE queue = 'event-fanout'"))!.n).toBe(1);
   await redis.restart();
   await rx.waitFor((r) => r.length === 2, "the delivery raised while Redis was down", 15_000);
   expect(rx.received[1]!.body.payload.sessionId).toBe("during");
@@ -108,14 +110,15 @@ it("warns at start when Redis may evict queued jobs", async () => {
   const sink = new Writable({ write: (chunk, _enc, done) => ((text += chunk.toString()), done()) });
   const dir = tempDir();
   const config = loadConfig({ DATA_DIR: dir, ...env(redis) });
-  const store = openStore(config.dbPath);
+  const store = await openTestStore(dir);
   try {
     const running = await startEvents(config, store, createLogger("warn", sink));
     await running.stop();
     expect(text).toMatch(/maxmemory-policy is allkeys-lru.*set maxmemory-policy noeviction/);
   } finally {
-    store.close();
+    await store.close();
     fs.rmSync(dir, { recursive: true, force: true });
+    await dropTestDatabase(dir);
   }
 });
 

@@ -1,3 +1,4 @@
+import { openTestStore } from "../helpers/database";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -25,9 +26,9 @@ it("a 2 GiB recording finalizes ready, with an MP4 of its duration, however long
     await makeClip(clip);
     const dataDir = path.join(work, "data");
     fs.mkdirSync(dataDir);
-    const setup = openStore(path.join(dataDir, "onair.db"));
-    const { sessionId, streamId } = endedRecordedSession(setup);
-    setup.close();
+    const setup = await openTestStore(dataDir);
+    const { sessionId, streamId } = await endedRecordedSession(setup);
+    await setup.close();
     const recording = await writeRecording(path.join(dataDir, "recordings", sessionId), clip, 2 * GiB);
     fs.rmSync(clip);
     expect(recording.bytes).toBeGreaterThanOrEqual(2 * GiB);
@@ -47,21 +48,21 @@ it("a 2 GiB recording finalizes ready, with an MP4 of its duration, however long
           break; // finished already
         }
         await sleep(2_000);
-        leaseEnds.push(finalizeJobRow(t.server.store, sessionId)!.run_at);
+        leaseEnds.push((await finalizeJobRow(t.server.store, sessionId))!.run_at);
         expect(leaseEnds.at(-1)!).toBeGreaterThan(Date.now());
         process.kill(remux, "SIGCONT");
         await sleep(300);
       }
-      await waitFor("ready", () => t.server.store.sessions.get(sessionId)!.recordingStatus === "ready", 180_000, 50);
+      await waitFor("ready", async () => (await t.server.store.sessions.get(sessionId))?.recordingStatus === "ready", 180_000, 50);
       const ms = Date.now() - started;
       expect(holds).toBe(3);
       expect(ms).toBeGreaterThan(2 * STALL_SECONDS * 1000);
       // Once, not retried: the pauses were no reason to kill it.
-      expect(finalizeJobRow(t.server.store, sessionId)).toMatchObject({ state: "done", attempts: 1 });
+      expect(await finalizeJobRow(t.server.store, sessionId)).toMatchObject({ state: "done", attempts: 1 });
       // The lease always ran ahead of the clock (above), and was pushed on while the remux ran.
       expect(leaseEnds.at(-1)!).toBeGreaterThan(leaseEnds[0]!);
 
-      const api = apiClient(t.apiUrl, t.keyFor("rec"));
+      const api = apiClient(t.apiUrl, await t.keyFor("rec"));
       const [session] = (await api("GET", `/stream/${streamId}/sessions?record=1`)).body;
       expect(session).toMatchObject({ id: sessionId, recordingStatus: "ready" });
       const mp4 = await probe(session.mp4Url);

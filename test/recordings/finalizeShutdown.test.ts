@@ -1,7 +1,8 @@
+import { openTestStore } from "../helpers/database";
 import fs from "node:fs";
 import path from "node:path";
 import { Redis } from "ioredis";
-import { openStore } from "../../src/db";
+import type { Store } from "../../src/db";
 import { FINALIZE_ATTEMPTS } from "../../src/recordings";
 import { pushTestStream, waitFor } from "../helpers/media";
 import { endedRecordedSession, finalizeJobRow, makeClip, writeRecording } from "../helpers/recordingFiles";
@@ -15,12 +16,12 @@ import { deleteKeys, REDIS_URL, uniquePrefix } from "../queue/redis";
 const MiB = 1024 * 1024;
 
 /** Reads the data directory's database while no server runs. */
-function readStopped<T>(dataDir: string, read: (store: ReturnType<typeof openStore>) => T): T {
-  const store = openStore(path.join(dataDir, "onair.db"));
+async function readStopped<T>(dataDir: string, read: (store: Store) => Promise<T>): Promise<T> {
+  const store = await openTestStore(dataDir);
   try {
-    return read(store);
+    return await read(store);
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -40,7 +41,7 @@ it("a shutdown during the remux does not use up an attempt, however often it hap
     await makeClip(clip);
     const dataDir = path.join(work, "data");
     fs.mkdirSync(dataDir);
-    const { sessionId } = readStopped(dataDir, (s) => endedRecordedSession(s));
+    const { sessionId } = await readStopped(dataDir, (s) => endedRecordedSession(s));
     const recordingDir = path.join(dataDir, "recordings", sessionId);
     await writeRecording(recordingDir, clip, 300 * MiB);
 
@@ -54,17 +55,17 @@ it("a shutdown during the remux does not use up an attempt, however often it hap
       await t.stop();
       expect(Date.now() - t0).toBeLessThan(5_000);
       expect(alive(remux)).toBe(false);
-      readStopped(dataDir, (s) => {
-        expect(s.sessions.get(sessionId)!.recordingStatus).toBe("waiting");
-        expect(finalizeJobRow(s, sessionId)).toMatchObject({ state: "waiting", attempts: 0, last_error: "the MP4 remux was interrupted by the server's shutdown" });
+      await readStopped(dataDir, async (s) => {
+        expect((await s.sessions.get(sessionId))?.recordingStatus).toBe("waiting");
+        expect(await finalizeJobRow(s, sessionId)).toMatchObject({ state: "waiting", attempts: 0, last_error: "the MP4 remux was interrupted by the server's shutdown" });
       });
       expect(fs.readdirSync(recordingDir).filter((f) => f.startsWith("output.mp4"))).toEqual([]);
     }
 
     const t = await startTestServer({}, { dataDir });
     try {
-      await waitFor("ready", () => t.server.store.sessions.get(sessionId)!.recordingStatus === "ready", 60_000);
-      expect(finalizeJobRow(t.server.store, sessionId)).toMatchObject({ state: "done", attempts: 1 });
+      await waitFor("ready", async () => (await t.server.store.sessions.get(sessionId))?.recordingStatus === "ready", 60_000);
+      expect(await finalizeJobRow(t.server.store, sessionId)).toMatchObject({ state: "done", attempts: 1 });
     } finally {
       await t.stop();
     }
@@ -82,7 +83,7 @@ it("with REDIS_URL too: BullMQ delays the interrupted job without counting its a
     await makeClip(clip);
     const dataDir = path.join(work, "data");
     fs.mkdirSync(dataDir);
-    const { sessionId } = readStopped(dataDir, (s) => endedRecordedSession(s));
+    const { sessionId } = await readStopped(dataDir, (s) => endedRecordedSession(s));
     await writeRecording(path.join(dataDir, "recordings", sessionId), clip, 300 * MiB);
     const env = { REDIS_URL, REDIS_PREFIX: prefix };
     const jobKey = `${prefix}:recording-finalize:finalize-${sessionId}`;
@@ -100,7 +101,7 @@ it("with REDIS_URL too: BullMQ delays the interrupted job without counting its a
 
     const t = await startTestServer(env, { dataDir });
     try {
-      await waitFor("ready", () => t.server.store.sessions.get(sessionId)!.recordingStatus === "ready", 60_000);
+      await waitFor("ready", async () => (await t.server.store.sessions.get(sessionId))?.recordingStatus === "ready", 60_000);
       // Finished by its first counted run.
       expect(await redis.hget(jobKey, "atm")).toBe("1");
     } finally {
@@ -125,16 +126,16 @@ it("finalize stops taking jobs before the shutdown ends live sessions: theirs ru
     await t.stop();
 
     // The session's end enqueued its finalize, which nothing took during the shutdown.
-    readStopped(dataDir, (store) => {
-      expect(store.sessions.get(live.id)!.recordingStatus).toBe("waiting");
-      expect(finalizeJobRow(store, live.id)).toMatchObject({ state: "waiting", attempts: 0 });
+    await readStopped(dataDir, async (store) => {
+      expect((await store.sessions.get(live.id))?.recordingStatus).toBe("waiting");
+      expect(await finalizeJobRow(store, live.id)).toMatchObject({ state: "waiting", attempts: 0 });
     });
     expect(fs.existsSync(path.join(dataDir, "recordings", live.id, "output.mp4"))).toBe(false);
 
     const again = await startTestServer({}, { dataDir });
     try {
-      await waitFor("ready", () => again.server.store.sessions.get(live.id)!.recordingStatus === "ready", 30_000);
-      expect(finalizeJobRow(again.server.store, live.id)).toMatchObject({ state: "done", attempts: 1 });
+      await waitFor("ready", async () => (await again.server.store.sessions.get(live.id))?.recordingStatus === "ready", 30_000);
+      expect(await finalizeJobRow(again.server.store, live.id)).toMatchObject({ state: "done", attempts: 1 });
     } finally {
       await again.stop();
     }

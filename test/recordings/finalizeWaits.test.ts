@@ -1,3 +1,4 @@
+import { dropTestDatabase, openTestStore } from "../helpers/database";
 import { execFileSync } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -62,24 +63,25 @@ interface Rig {
 
 async function rig(recordingsDir: string, deps: Partial<FinalizeDeps>, run: (r: Rig) => Promise<void>): Promise<void> {
   const dbDir = tempDir("onair-finalize-db-");
-  const store = openStore(path.join(dbDir, "onair.db"));
+  const store = await openTestStore(dbDir);
   const { log, lines } = capturedLog();
   const queue = await openQueue(store.db, createLogger("silent"), { kind: "embedded" }, { pollMs: 50 });
   const registry = new WatchedRegistry();
-  const base: FinalizeDeps = { store, events: { raise: () => {} }, log, registry, ffmpegPath, recordingsDir, links: () => ({ publicUrl: "http://localhost", sign: () => "sig" }) };
+  const base: FinalizeDeps = { store, events: { raise: async () => {} }, log, registry, ffmpegPath, recordingsDir, links: () => ({ publicUrl: "http://localhost", sign: () => "sig" }) };
   let finalizer = new RecordingFinalizer({ ...base, ...deps });
   try {
-    const { sessionId } = endedRecordedSession(store);
+    const { sessionId } = await endedRecordedSession(store);
     await writeRecording(path.join(recordingsDir, sessionId), clip, 1);
-    store.sessions.setRecordingStatus(sessionId, "waiting");
+    await store.sessions.setRecordingStatus(sessionId, "waiting");
     queue.process<FinalizeJob>(FINALIZE_QUEUE, (job) => finalizer.handle(job), { concurrency: 1 });
-    queue.enqueue<FinalizeJob>(FINALIZE_QUEUE, { id: `finalize-${sessionId}`, data: { sessionId } });
+    await queue.enqueue<FinalizeJob>(FINALIZE_QUEUE, { id: `finalize-${sessionId}`, data: { sessionId } });
     await run({ store, queue, sessionId, recordingsDir, lines, registry, use: (d) => (finalizer = new RecordingFinalizer({ ...base, ...deps, ...d })) });
   } finally {
     await queue.close({ force: true });
     await registry.stopAll(100);
-    store.close();
+    await store.close();
     fs.rmSync(dbDir, { recursive: true, force: true });
+    await dropTestDatabase(dbDir);
   }
 }
 
@@ -118,15 +120,15 @@ describe("recording finalize and the disk", () => {
         expect(spaceWaits(r.lines)[0]).toMatchObject({ reason: expect.stringMatching(/^not enough free space for the MP4: it needs about \d+ MiB/), attempt: 1 });
         // Far more tries than FINALIZE_ATTEMPTS, none counted, nothing failed, no ffmpeg spent.
         expect(new Set(spaceWaits(r.lines).map((l) => l.attempt))).toEqual(new Set([1]));
-        expect(r.store.sessions.get(r.sessionId)!.recordingStatus).toBe("waiting");
-        expect(finalizeJobRow(r.store, r.sessionId)).toMatchObject({ state: "waiting" });
-        expect(finalizeJobRow(r.store, r.sessionId)!.attempts).toBeLessThanOrEqual(1);
+        expect((await r.store.sessions.get(r.sessionId))?.recordingStatus).toBe("waiting");
+        expect(await finalizeJobRow(r.store, r.sessionId)).toMatchObject({ state: "waiting" });
+        expect((await finalizeJobRow(r.store, r.sessionId))!.attempts).toBeLessThanOrEqual(1);
         expect(fs.existsSync(path.join(r.recordingsDir, r.sessionId, "output.mp4.tmp"))).toBe(false);
 
         if (disk) disk.resize(256);
         else r.use({ minFreeBytes: 0, spaceRetryMs: 100 });
-        await waitFor("ready", () => r.store.sessions.get(r.sessionId)!.recordingStatus === "ready", 20_000);
-        expect(finalizeJobRow(r.store, r.sessionId)).toMatchObject({ state: "done", attempts: 1 });
+        await waitFor("ready", async () => (await r.store.sessions.get(r.sessionId))?.recordingStatus === "ready", 20_000);
+        expect(await finalizeJobRow(r.store, r.sessionId)).toMatchObject({ state: "done", attempts: 1 });
         expect(r.lines.find((l) => l.msg === "recording ready")).toMatchObject({ attempt: 1 });
       });
     } finally {
@@ -153,10 +155,10 @@ describe("recording finalize and the disk", () => {
         process.kill(paused!.pid!, "SIGCONT");
         await waitFor("a wait for space", () => spaceWaits(r.lines).length >= 1, 20_000);
         expect(spaceWaits(r.lines)[0]!.reason).toMatch(/No space left on device/);
-        expect(r.store.sessions.get(r.sessionId)!.recordingStatus).toBe("waiting");
+        expect((await r.store.sessions.get(r.sessionId))?.recordingStatus).toBe("waiting");
         fs.rmSync(filler);
-        await waitFor("ready", () => r.store.sessions.get(r.sessionId)!.recordingStatus === "ready", 20_000);
-        expect(finalizeJobRow(r.store, r.sessionId)).toMatchObject({ state: "done", attempts: 1 });
+        await waitFor("ready", async () => (await r.store.sessions.get(r.sessionId))?.recordingStatus === "ready", 20_000);
+        expect(await finalizeJobRow(r.store, r.sessionId)).toMatchObject({ state: "done", attempts: 1 });
       });
     } finally {
       disk.remove();
@@ -172,12 +174,12 @@ describe("recording finalize and the disk", () => {
         stuck = p;
         process.kill(p.pid!, "SIGSTOP");
       };
-      await waitFor("ready", () => r.store.sessions.get(r.sessionId)!.recordingStatus === "ready", 30_000);
+      await waitFor("ready", async () => (await r.store.sessions.get(r.sessionId))?.recordingStatus === "ready", 30_000);
       expect(stuck!.running).toBe(false);
       const failed = r.lines.find((l) => l.msg === "recording finalize failed; will try again");
       expect(failed).toMatchObject({ attempt: 1, reason: "MP4 remux made no progress for 1 s and was stopped" });
       expect(r.lines.find((l) => l.msg === "recording ready")).toMatchObject({ attempt: 2 });
-      expect(finalizeJobRow(r.store, r.sessionId)).toMatchObject({ state: "done", attempts: 2 });
+      expect(await finalizeJobRow(r.store, r.sessionId)).toMatchObject({ state: "done", attempts: 2 });
     });
   });
 });

@@ -1,3 +1,4 @@
+import { dropTestDatabase, openTestStore } from "../helpers/database";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -55,13 +56,13 @@ describe("recordings across crashes and failures", () => {
 
   it("a remux that keeps failing is retried, then marked failed with the reason", async () => {
     const dir = tempDir();
-    const store = openStore(path.join(dir, "onair.db"));
+    const store = await openTestStore(dir);
     try {
-      const user = store.users.getOrCreate("u");
-      const stream = store.streams.create({ userId: user.id, name: "broken", profiles: [], record: true, playbackPolicy: null });
-      const session = store.sessions.start(stream);
-      store.sessions.end(session.id);
-      store.sessions.setRecordingStatus(session.id, "waiting");
+      const user = await store.users.getOrCreate("u");
+      const stream = await store.streams.create({ userId: user.id, name: "broken", profiles: [], record: true, playbackPolicy: null });
+      const session = await store.sessions.start(stream);
+      await store.sessions.end(session.id);
+      await store.sessions.setRecordingStatus(session.id, "waiting");
       // A recording whose only segment is not media at all.
       const variant = path.join(dir, "recordings", session.id, "0");
       fs.mkdirSync(variant, { recursive: true });
@@ -71,7 +72,7 @@ describe("recordings across crashes and failures", () => {
       const raised: string[] = [];
       const { handle } = new RecordingFinalizer({
         store,
-        events: { raise: (name) => void raised.push(name) },
+        events: { raise: async (name) => void raised.push(name) },
         log: createLogger("silent"),
         registry: new ProcessRegistry(),
         ffmpegPath: locateFfmpeg(process.env.FFMPEG_PATH)!.path,
@@ -80,17 +81,18 @@ describe("recordings across crashes and failures", () => {
       });
       for (let attempt = 1; attempt < FINALIZE_ATTEMPTS; attempt++) {
         await expect(handle({ id: "j", queue: "q", data: { sessionId: session.id }, attempt })).rejects.toBeInstanceOf(RetryLater);
-        expect(store.sessions.get(session.id)!.recordingStatus).toBe("waiting");
+        expect((await store.sessions.get(session.id))?.recordingStatus).toBe("waiting");
       }
       await handle({ id: "j", queue: "q", data: { sessionId: session.id }, attempt: FINALIZE_ATTEMPTS });
-      const failed = store.sessions.get(session.id)!;
+      const failed = (await store.sessions.get(session.id))!;
       expect(failed.recordingStatus).toBe("failed");
       expect(failed.recordingError).toMatch(/MP4 remux failed/);
       expect(raised).toEqual([]);
       expect(fs.existsSync(path.join(dir, "recordings", session.id, "output.mp4"))).toBe(false);
     } finally {
-      store.close();
+      await store.close();
       fs.rmSync(dir, { recursive: true, force: true });
+      await dropTestDatabase(dir);
     }
   });
 });

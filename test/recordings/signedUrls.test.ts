@@ -1,3 +1,4 @@
+import { openTestStore } from "../helpers/database";
 import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
@@ -75,19 +76,19 @@ describe("recordings over HTTP", () => {
     const clip = path.join(work, "clip.ts");
     await makeClip(clip);
     // Two ended recordings the start finalizes: one to read, one whose signature must not open it.
-    const store = openStore(path.join(dataDir, "onair.db"));
-    const a = endedRecordedSession(store);
-    const b = endedRecordedSession(store);
-    playbackId = store.streams.get(a.streamId)!.playbackId!;
-    store.close();
+    const store = await openTestStore(dataDir);
+    const a = await endedRecordedSession(store);
+    const b = await endedRecordedSession(store);
+    playbackId = (await store.streams.get(a.streamId))!.playbackId!;
+    await store.close();
     ({ sessionId } = a);
     other = b.sessionId;
     seconds = (await writeRecording(path.join(dataDir, "recordings", sessionId), clip, 1)).seconds;
     await writeRecording(path.join(dataDir, "recordings", other), clip, 1);
     t = await startTestServer({}, { dataDir });
-    api = apiClient(t.apiUrl, t.keyFor("rec"));
+    api = apiClient(t.apiUrl, await t.keyFor("rec"));
     for (const id of [sessionId, other]) {
-      await waitFor("ready", () => t.server.store.sessions.get(id)!.recordingStatus === "ready", 30_000);
+      await waitFor("ready", async () => (await t.server.store.sessions.get(id))?.recordingStatus === "ready", 30_000);
     }
     session = (await api("GET", `/session/${sessionId}`)).body;
   });

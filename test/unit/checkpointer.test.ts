@@ -18,19 +18,20 @@ it("commits leave the log to the thread, which copies it into the database", asy
   const dir = tempDir();
   const file = path.join(dir, "onair.db");
   const problems: unknown[] = [];
-  const store = openStore(file, { checkpointInBackground: (p) => problems.push(p) });
+  const store = await openStore(file, { checkpointInBackground: (p) => problems.push(p) });
+  const db = store.db.sqlite!;
   try {
-    expect(store.db.pragma("wal_autocheckpoint", { simple: true })).toBe(0);
+    expect(db.pragma("wal_autocheckpoint", { simple: true })).toBe(0);
     const before = fs.statSync(file).size;
-    store.db.exec("CREATE TABLE filler (b BLOB)");
-    const insert = store.db.prepare("INSERT INTO filler (b) VALUES (?)");
+    db.exec("CREATE TABLE filler (b BLOB)");
+    const insert = db.prepare("INSERT INTO filler (b) VALUES (?)");
     // 8 MiB, 2000 pages: past SQLite's 1000-page auto-checkpoint, which no commit runs now.
-    for (let t = 0; t < 8; t++) store.db.transaction(() => { for (let i = 0; i < 16; i++) insert.run(Buffer.alloc(64 * 1024, t)); })();
+    for (let t = 0; t < 8; t++) db.transaction(() => { for (let i = 0; i < 16; i++) insert.run(Buffer.alloc(64 * 1024, t)); })();
     expect(fs.statSync(`${file}-wal`).size).toBeGreaterThan(8 * 1024 * 1024);
     await until(() => fs.statSync(file).size > before + 8 * 1024 * 1024, "the thread to copy the log into the database");
     expect(problems).toEqual([]);
   } finally {
-    store.close();
+    await store.close();
   }
   // close() waits for the thread's connection to close, so its own (the last) ends the log:
   // nothing writes in the folder any more once it returns.
@@ -39,13 +40,13 @@ it("commits leave the log to the thread, which copies it into the database", asy
   expect(fs.existsSync(dir)).toBe(false);
 });
 
-it("stores opened without it keep SQLite's own checkpoints", () => {
+it("stores opened without it keep SQLite's own checkpoints", async () => {
   const dir = tempDir();
-  const store = openStore(path.join(dir, "onair.db"));
+  const store = await openStore(path.join(dir, "onair.db"));
   try {
-    expect(store.db.pragma("wal_autocheckpoint", { simple: true })).toBe(1000);
+    expect(store.db.sqlite!.pragma("wal_autocheckpoint", { simple: true })).toBe(1000);
   } finally {
-    store.close();
+    await store.close();
     fs.rmSync(dir, { recursive: true, force: true });
   }
 });

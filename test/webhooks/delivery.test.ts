@@ -33,12 +33,12 @@ describe.each(ADAPTERS)("webhook delivery (%s queue)", (adapter) => {
 
   it("POSTs {id, webhookId, createdAt, timestamp, event, stream, payload} within 100 ms, signed so that Node's crypto verifies it", async () => {
     const rx = await receiver();
-    const w = d.webhook(rx.url, { sharedSecret: "s3cret" });
-    const stream = d.stream("studio");
+    const w = await d.webhook(rx.url, { sharedSecret: "s3cret" });
+    const stream = await d.stream("studio");
     const latencies: number[] = [];
     for (let i = 1; i <= 10; i++) {
       const t0 = performance.now();
-      d.events.raise("stream.started", stream.id, { sessionId: `sess-${i}` });
+      await d.events.raise("stream.started", stream.id, { sessionId: `sess-${i}` });
       await rx.waitFor((r) => r.length === i, `delivery ${i}`);
       latencies.push(rx.received[i - 1]!.at - t0);
     }
@@ -65,16 +65,16 @@ describe.each(ADAPTERS)("webhook delivery (%s queue)", (adapter) => {
 
   it("sends no signature header for a webhook without a secret", async () => {
     const rx = await receiver();
-    d.webhook(rx.url);
-    d.events.raise("stream.idle", d.stream().id, { sessionId: "s" });
+    await d.webhook(rx.url);
+    await d.events.raise("stream.idle", (await d.stream()).id, { sessionId: "s" });
     await rx.waitFor((r) => r.length === 1, "the delivery");
     expect(rx.received[0]!.headers).not.toHaveProperty("livepeer-signature");
   });
 
   it("retries 503 three times then stops at 200: the same event id four times, with growing gaps, each attempt logged", async () => {
     const rx = await receiver(({ count }) => (count <= 3 ? 503 : 200));
-    const w = d.webhook(rx.url, { sharedSecret: "k" });
-    d.events.raise("stream.started", d.stream().id, { sessionId: "s" });
+    const w = await d.webhook(rx.url, { sharedSecret: "k" });
+    await d.events.raise("stream.started", (await d.stream()).id, { sessionId: "s" });
     await rx.waitFor((r) => r.length === 4, "four attempts");
 
     const ids = rx.received.map((r) => r.body.id);
@@ -90,36 +90,36 @@ describe.each(ADAPTERS)("webhook delivery (%s queue)", (adapter) => {
     expect(gaps[2]).toBeGreaterThan(gaps[0]!);
 
     await waitForLog(d, w.id, 4);
-    const log = d.store.webhookLog.list(w.id, { limit: 10 }).items;
+    const log = (await d.store.webhookLog.list(w.id, { limit: 10 })).items;
     expect(log.map((l) => [l.attempt, l.success, l.statusCode])).toEqual([[4, true, 200], [3, false, 503], [2, false, 503], [1, false, 503]]);
-    const status = d.store.webhooks.get(w.id)!;
+    const status = (await d.store.webhooks.get(w.id))!;
     expect(status.lastTriggeredAt).toBe(log[0]!.createdAt);
     expect(status.lastFailure).toMatchObject({ timestamp: log[1]!.createdAt, statusCode: 503, error: "503 Service Unavailable" });
   });
 
   it("does not retry a 400; the stream's next event goes out after it", async () => {
     const rx = await receiver(({ body }) => (body.event === "stream.started" ? 400 : 200));
-    const w = d.webhook(rx.url);
-    const s = d.stream();
-    d.events.raise("stream.started", s.id, { sessionId: "s" });
-    d.events.raise("stream.idle", s.id, { sessionId: "s" });
+    const w = await d.webhook(rx.url);
+    const s = await d.stream();
+    await d.events.raise("stream.started", s.id, { sessionId: "s" });
+    await d.events.raise("stream.idle", s.id, { sessionId: "s" });
     // The idle event waits in the same lane: once it arrives, the 400 was settled for good.
     await rx.waitFor((r) => r.some((x) => x.body.event === "stream.idle"), "the next event");
     expect(rx.received.map((r) => [r.body.event, r.status])).toEqual([["stream.started", 400], ["stream.idle", 200]]);
     await waitForLog(d, w.id, 2);
-    expect(d.store.webhooks.get(w.id)!.lastFailure).toMatchObject({ statusCode: 400, error: "400 Bad Request" });
+    expect((await d.store.webhooks.get(w.id))!.lastFailure).toMatchObject({ statusCode: 400, error: "400 Bad Request" });
   });
 
   it("sends one stream's events in the order raised, later ones waiting behind a retried one; other streams do not wait", async () => {
     let firstTries = 0;
     const rx = await receiver(({ body }) => (body.payload.sessionId === "a1" && ++firstTries <= 2 ? 503 : 200));
-    d.webhook(rx.url);
-    const a = d.stream("a");
-    const b = d.stream("b");
-    d.events.raise("stream.started", a.id, { sessionId: "a1" });
-    d.events.raise("stream.idle", a.id, { sessionId: "a2" });
-    d.events.raise("stream.started", a.id, { sessionId: "a3" });
-    d.events.raise("stream.started", b.id, { sessionId: "b1" });
+    await d.webhook(rx.url);
+    const a = await d.stream("a");
+    const b = await d.stream("b");
+    await d.events.raise("stream.started", a.id, { sessionId: "a1" });
+    await d.events.raise("stream.idle", a.id, { sessionId: "a2" });
+    await d.events.raise("stream.started", a.id, { sessionId: "a3" });
+    await d.events.raise("stream.started", b.id, { sessionId: "b1" });
     await rx.waitFor((r) => r.filter((x) => x.status === 200).length === 4, "all four delivered");
 
     const seen = rx.received.map((r) => `${r.body.payload.sessionId}:${r.status}`);
@@ -131,17 +131,17 @@ describe.each(ADAPTERS)("webhook delivery (%s queue)", (adapter) => {
 
   it("fans an event out once to each of the owner's webhooks registered for it, and to nobody else", async () => {
     const rx = await receiver();
-    const s = d.stream();
-    const other = d.stream("other");
-    const bob = d.store.users.getOrCreate("bob").id;
-    d.webhook(`${rx.url}?all`);
-    d.webhook(`${rx.url}?scoped`, { streamId: s.id });
-    d.webhook(`${rx.url}?otherStream`, { streamId: other.id });
-    d.webhook(`${rx.url}?otherEvent`, { events: ["recording.ready"] });
-    d.webhook(`${rx.url}?bob`, {}, bob);
-    d.events.raise("stream.started", s.id, { sessionId: "s" });
+    const s = await d.stream();
+    const other = await d.stream("other");
+    const bob = (await d.store.users.getOrCreate("bob")).id;
+    await d.webhook(`${rx.url}?all`);
+    await d.webhook(`${rx.url}?scoped`, { streamId: s.id });
+    await d.webhook(`${rx.url}?otherStream`, { streamId: other.id });
+    await d.webhook(`${rx.url}?otherEvent`, { events: ["recording.ready"] });
+    await d.webhook(`${rx.url}?bob`, {}, bob);
+    await d.events.raise("stream.started", s.id, { sessionId: "s" });
     // A sentinel through another lane: once it is in, the event's deliveries were made.
-    d.events.raise("stream.idle", other.id, { sessionId: "sentinel" });
+    await d.events.raise("stream.idle", other.id, { sessionId: "sentinel" });
     await rx.waitFor((r) => r.filter((x) => x.body.payload.sessionId === "sentinel").length === 2, "the sentinels");
     await rx.waitFor((r) => r.filter((x) => x.body.payload.sessionId === "s").length === 2, "the event");
     expect(rx.received.filter((r) => r.body.payload.sessionId === "s").map((r) => r.path).sort()).toEqual(["/hook?all", "/hook?scoped"]);
@@ -150,10 +150,11 @@ describe.each(ADAPTERS)("webhook delivery (%s queue)", (adapter) => {
 
   it("delivers 1,000 events to a live receiver, each exactly once, in order per stream", async () => {
     const rx = await receiver();
-    const w = d.webhook(rx.url, { sharedSecret: "k" });
-    const streams = Array.from({ length: 10 }, (_, i) => d.stream(`s${i}`));
+    const w = await d.webhook(rx.url, { sharedSecret: "k" });
+    const streams = [];
+    for (let i = 0; i < 10; i++) streams.push(await d.stream(`s${i}`));
     for (let i = 0; i < 1000; i++) {
-      d.events.raise(i % 2 ? "stream.idle" : "stream.started", streams[i % 10]!.id, { sessionId: String(i) });
+      await d.events.raise(i % 2 ? "stream.idle" : "stream.started", streams[i % 10]!.id, { sessionId: String(i) });
     }
     await rx.waitFor((r) => r.length >= 1000, "1,000 deliveries", 30_000);
     const sessions = rx.received.map((r) => Number(r.body.payload.sessionId));
@@ -166,14 +167,14 @@ describe.each(ADAPTERS)("webhook delivery (%s queue)", (adapter) => {
     // Exactly once, not "at least": every delivery settled after one attempt, so no POST is
     // still to come.
     await waitForLog(d, w.id, 1000);
-    const settled = d.store.db.prepare("SELECT status, COUNT(*) AS n FROM webhook_deliveries GROUP BY status").all();
+    const settled = await d.store.db.all("SELECT status, COUNT(*) AS n FROM webhook_deliveries GROUP BY status");
     expect(settled).toEqual([{ status: "delivered", n: 1000 }]);
-    expect(d.store.db.prepare("SELECT COUNT(*) AS n FROM webhook_log").get()).toEqual({ n: 1000 });
+    expect(await d.store.db.get("SELECT COUNT(*) AS n FROM webhook_log")).toEqual({ n: 1000 });
     expect(rx.received).toHaveLength(1000);
   });
 });
 
 /** Until `n` attempts of the webhook are logged (the log is written right after the response). */
 function waitForLog(d: Delivery, webhookId: string, n: number): Promise<void> {
-  return until(() => d.store.webhookLog.list(webhookId, { limit: n }).items.length >= n, `${n} log entries`);
+  return until(async () => (await d.store.webhookLog.list(webhookId, { limit: n })).items.length >= n, `${n} log entries`);
 }

@@ -1,3 +1,4 @@
+import { dropTestDatabase, openTestStore } from "../helpers/database";
 import fs from "node:fs";
 import path from "node:path";
 import { loadConfig } from "../../src/config";
@@ -35,16 +36,17 @@ export interface Delivery {
   events: EventSink;
   running: RunningEvents;
   userId: string;
-  stream(name?: string): StreamRecord;
-  webhook(url: string, fields?: Partial<WebhookFields>, userId?: string): WebhookRecord;
+  stream(name?: string): Promise<StreamRecord>;
+  webhook(url: string, fields?: Partial<WebhookFields>, userId?: string): Promise<WebhookRecord>;
   stop(): Promise<void>;
 }
 
 export async function startDelivery(adapter: AdapterName, env: Record<string, string> = {}, tuning: Partial<QueueTuning> = {}): Promise<Delivery> {
   const dir = tempDir();
   const config = loadConfig({ DATA_DIR: dir, LOG_LEVEL: "silent", ...FAST_RETRIES, ...LOOPBACK_DESTINATIONS, ...adapterEnv(adapter), ...env });
-  const store = openStore(config.dbPath);
-  const userId = store.users.getOrCreate("alice").id;
+  // On PostgreSQL when TEST_DATABASE_URL is set.
+  const store = await openTestStore(dir);
+  const userId = (await store.users.getOrCreate("alice")).id;
   // No jitter: the schedule is exact, so a test can tell it from scheduling noise (the jitter
   // itself is unit-tested with the schedule).
   const running = await startEvents(config, store, createLogger("silent"), { tuning, random: () => 0.5 });
@@ -58,16 +60,17 @@ export async function startDelivery(adapter: AdapterName, env: Record<string, st
       store.webhooks.create(owner, { name: "hook", url, events: ["stream.started", "stream.idle"], sharedSecret: null, streamId: null, ...fields }),
     stop: async () => {
       await running.stop();
-      store.close();
-      fs.rmSync(path.dirname(config.dbPath), { recursive: true, force: true });
+      await store.close();
+      fs.rmSync(dir, { recursive: true, force: true });
+      await dropTestDatabase(dir);
     },
   };
 }
 
-/** Until `done()` holds, checked on every turn of the event loop (for conditions in SQLite). */
-export async function until(done: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
+/** Until `done()` holds, checked on every turn of the event loop (for conditions in the database). */
+export async function until(done: () => boolean | Promise<boolean>, what: string, timeoutMs = 5_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!done()) {
+  while (!(await done())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setImmediate(r));
   }

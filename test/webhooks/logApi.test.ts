@@ -19,9 +19,9 @@ beforeAll(async () => {
   rx = await startReceiver((req) => answer(req));
   t = await startTestServer({ ...FAST_RETRIES });
   api = apiClient(t.apiUrl, t.key);
-  bob = apiClient(t.apiUrl, t.keyFor("bob"));
+  bob = apiClient(t.apiUrl, await t.keyFor("bob"));
 });
-afterEach(() => {
+afterEach(async () => {
   answer = () => 200;
 });
 afterAll(async () => {
@@ -35,8 +35,8 @@ async function webhookWithEvents(n: number) {
   // Scoped to the stream: the webhooks of earlier tests get none of its events.
   const w = (await api("POST", "/webhook", { name: "logged", url: rx.url, sharedSecret: "k", streamId: s.id })).body;
   const events = createEventSink(t.server.store, createLogger("silent"));
-  for (let i = 1; i <= n; i++) events.raise("stream.started", s.id, { sessionId: `s${i}` });
-  await until(() => t.server.store.webhookLog.list(w.id, { limit: n }).items.length === n, `${n} logged attempts`);
+  for (let i = 1; i <= n; i++) await events.raise("stream.started", s.id, { sessionId: `s${i}` });
+  await until(async () => (await t.server.store.webhookLog.list(w.id, { limit: n })).items.length === n, `${n} logged attempts`);
   return { w, s };
 }
 
@@ -99,7 +99,7 @@ describe("webhook log", () => {
     const { w, s } = await webhookWithEvents(1);
     const [entry] = (await api("GET", `/webhook/${w.id}/log`)).body;
     answer = ({ body }) => (body.payload.sessionId === "blocker" ? 503 : 200);
-    createEventSink(t.server.store, createLogger("silent")).raise("stream.idle", s.id, { sessionId: "blocker" });
+    await createEventSink(t.server.store, createLogger("silent")).raise("stream.idle", s.id, { sessionId: "blocker" });
     await rx.waitFor((r) => r.some((x) => x.body.payload.sessionId === "blocker"), "the blocker's first attempt");
 
     const res = await api("POST", `/webhook/${w.id}/log/${entry.id}/resend`);
@@ -126,7 +126,7 @@ describe("webhook log", () => {
     const failed = (await api("GET", `/webhook/${w.id}`)).body;
     expect(failed.status.lastFailure).toEqual({ timestamp: res.body.createdAt, error: "500 Internal Server Error", statusCode: 500, response: "receiver is down" });
     // The failed resend is retried like any delivery.
-    await until(() => t.server.store.webhookLog.list(w.id, { limit: 10 }).items[0]!.success, "the resend's retry");
+    await until(async () => (await t.server.store.webhookLog.list(w.id, { limit: 10 })).items[0]!.success, "the resend's retry");
   });
 
   it("works with the livepeer SDK: getLogs, getLog, resendLog", async () => {

@@ -35,16 +35,16 @@ async function receiver(answer: Parameters<typeof startReceiver>[0]): Promise<Re
   return r;
 }
 
-const logOf = (webhookId: string) => d!.store.webhookLog.list(webhookId, { limit: 100 }).items.reverse();
-const statusesOf = () => d!.store.db.prepare("SELECT status FROM webhook_deliveries ORDER BY seq").all().map((r: any) => r.status);
+const logOf = async (webhookId: string) => (await d!.store.webhookLog.list(webhookId, { limit: 100 })).items.reverse();
+const statusesOf = async () => (await d!.store.db.all<{ status: string }>("SELECT status FROM webhook_deliveries ORDER BY seq")).map((r) => r.status);
 
 it("gives up on an attempt after WEBHOOK_TIMEOUT_MS and retries it", async () => {
   d = await startDelivery("embedded", { WEBHOOK_TIMEOUT_MS: "200" });
   const rx = await receiver(({ count }) => (count === 1 ? "hang" : 200));
-  const w = d.webhook(rx.url);
-  d.events.raise("stream.started", d.stream().id, { sessionId: "s" });
-  await until(() => logOf(w.id).length === 2, "two attempts");
-  const [first, second] = logOf(w.id);
+  const w = await d.webhook(rx.url);
+  await d.events.raise("stream.started", (await d.stream()).id, { sessionId: "s" });
+  await until(async () => (await logOf(w.id)).length === 2, "two attempts");
+  const [first, second] = await logOf(w.id);
   expect(first).toMatchObject({ attempt: 1, success: false, statusCode: null, error: "no response within 200 ms" });
   expect(first!.durationMs).toBeGreaterThanOrEqual(195);
   expect(second).toMatchObject({ attempt: 2, success: true, statusCode: 200 });
@@ -54,24 +54,24 @@ it("gives up on an attempt after WEBHOOK_TIMEOUT_MS and retries it", async () =>
 it("retries after a network error (connection dropped)", async () => {
   d = await startDelivery("embedded");
   const rx = await receiver(({ count }) => (count === 1 ? "reset" : 204));
-  const w = d.webhook(rx.url);
-  d.events.raise("stream.started", d.stream().id, { sessionId: "s" });
-  await until(() => logOf(w.id).length === 2, "two attempts");
-  expect(logOf(w.id).map((l) => [l.attempt, l.success, l.statusCode])).toEqual([[1, false, null], [2, true, 204]]);
-  expect(logOf(w.id)[0]!.error).toMatch(/ECONNRESET|socket hang up/);
+  const w = await d.webhook(rx.url);
+  await d.events.raise("stream.started", (await d.stream()).id, { sessionId: "s" });
+  await until(async () => (await logOf(w.id)).length === 2, "two attempts");
+  expect((await logOf(w.id)).map((l) => [l.attempt, l.success, l.statusCode])).toEqual([[1, false, null], [2, true, 204]]);
+  expect((await logOf(w.id))[0]!.error).toMatch(/ECONNRESET|socket hang up/);
 });
 
 it("does not follow a redirect: the attempt fails for good and the new location is never called", async () => {
   d = await startDelivery("embedded");
   const elsewhere = await receiver(() => 200);
   const rx = await receiver(() => ({ status: 302, headers: { location: elsewhere.url } }));
-  const w = d.webhook(rx.url);
-  const s = d.stream();
-  d.events.raise("stream.started", s.id, { sessionId: "s" });
-  await until(() => statusesOf()[0] === "failed", "the delivery to fail");
+  const w = await d.webhook(rx.url);
+  const s = await d.stream();
+  await d.events.raise("stream.started", s.id, { sessionId: "s" });
+  await until(async () => (await statusesOf())[0] === "failed", "the delivery to fail");
   expect(rx.received).toHaveLength(1);
   expect(elsewhere.received).toHaveLength(0);
-  expect(logOf(w.id)).toMatchObject([{ attempt: 1, success: false, statusCode: 302, error: "302 Found: redirects are not followed" }]);
+  expect((await logOf(w.id))).toMatchObject([{ attempt: 1, success: false, statusCode: 302, error: "302 Found: redirects are not followed" }]);
 });
 
 it("reads no more than the response cap, even from a receiver that never stops sending", async () => {
@@ -85,10 +85,10 @@ it("reads no more than the response cap, even from a receiver that never stops s
   });
   servers.push(endless);
   await new Promise<void>((r) => endless.listen(0, "127.0.0.1", r));
-  const w = d.webhook(`http://127.0.0.1:${(endless.address() as AddressInfo).port}/`);
-  d.events.raise("stream.started", d.stream().id, { sessionId: "s" });
-  await until(() => statusesOf()[0] === "delivered", "the delivery");
-  const [entry] = logOf(w.id);
+  const w = await d.webhook(`http://127.0.0.1:${(endless.address() as AddressInfo).port}/`);
+  await d.events.raise("stream.started", (await d.stream()).id, { sessionId: "s" });
+  await until(async () => (await statusesOf())[0] === "delivered", "the delivery");
+  const [entry] = await logOf(w.id);
   expect(entry!.responseBody!.length).toBeLessThanOrEqual(RESPONSE_BODY_LIMIT);
   expect(entry!.responseBody!.length).toBeGreaterThan(0);
   // Done when the cap was reached, not when the 5 s timeout hit.
@@ -118,15 +118,15 @@ describe("the outbound policy", () => {
   ])("refuses %s by default before any connection is opened, in the same coarse words, and does not retry", async (_label, url) => {
     d = await startDelivery("embedded", { DESTINATION_ALLOW_HOSTS: "" });
     const listener = await connectionCounter();
-    const w = d.webhook(url(listener.port));
-    d.events.raise("stream.started", d.stream().id, { sessionId: "s" });
-    await until(() => statusesOf()[0] === "failed", "the delivery to fail");
+    const w = await d.webhook(url(listener.port));
+    await d.events.raise("stream.started", (await d.stream()).id, { sessionId: "s" });
+    await until(async () => (await statusesOf())[0] === "failed", "the delivery to fail");
     expect(listener.connections()).toBe(0);
-    const log = logOf(w.id);
+    const log = await logOf(w.id);
     expect(log).toHaveLength(1);
     expect(log[0]).toMatchObject({ success: false, statusCode: null, responseBody: null });
     expect(log[0]!.error).toMatch(/^destination refused by the outbound policy: (127\.0\.0\.1|::ffff:7f00:1|localhost) is not a public address \(an operator can allow it with ALLOW_PRIVATE_DESTINATIONS=true or by listing the host in DESTINATION_ALLOW_HOSTS\)$/);
-    expect(d.store.webhooks.get(w.id)!.lastFailure).toEqual({ timestamp: expect.any(Number), error: log[0]!.error });
+    expect((await d.store.webhooks.get(w.id))!.lastFailure).toEqual({ timestamp: expect.any(Number), error: log[0]!.error });
   });
 
   it.each([
@@ -135,11 +135,11 @@ describe("the outbound policy", () => {
   ])("a loopback receiver allowed with %s gets its events, and its answer is kept", async (_label, env, url) => {
     d = await startDelivery("embedded", env);
     const rx = await receiver(() => ({ status: 200, body: "thanks" }));
-    const w = d.webhook(url(rx.port));
-    d.events.raise("stream.started", d.stream().id, { sessionId: "s" });
+    const w = await d.webhook(url(rx.port));
+    await d.events.raise("stream.started", (await d.stream()).id, { sessionId: "s" });
     await rx.waitFor((r) => r.length === 1, "the delivery");
-    await until(() => statusesOf()[0] === "delivered", "the delivery to settle");
-    expect(logOf(w.id)[0]).toMatchObject({ success: true, statusCode: 200, responseBody: "thanks" });
+    await until(async () => (await statusesOf())[0] === "delivered", "the delivery to settle");
+    expect((await logOf(w.id))[0]).toMatchObject({ success: true, statusCode: 200, responseBody: "thanks" });
   });
 });
 
@@ -180,23 +180,23 @@ describe("the sender connects to the address the policy checked, and to no other
 it("cancels the pending deliveries of a deleted webhook instead of sending them", async () => {
   d = await startDelivery("embedded");
   const rx = await receiver(() => 503);
-  const w = d.webhook(rx.url);
-  const s = d.stream();
-  d.events.raise("stream.started", s.id, { sessionId: "1" });
-  d.events.raise("stream.idle", s.id, { sessionId: "2" });
+  const w = await d.webhook(rx.url);
+  const s = await d.stream();
+  await d.events.raise("stream.started", s.id, { sessionId: "1" });
+  await d.events.raise("stream.idle", s.id, { sessionId: "2" });
   await rx.waitFor((r) => r.length === 1, "the first attempt");
-  d.store.webhooks.delete(w.id);
-  await until(() => statusesOf().every((x) => x === "cancelled"), "both deliveries to be cancelled");
+  await d.store.webhooks.delete(w.id);
+  await until(async () => (await statusesOf()).every((x) => x === "cancelled"), "both deliveries to be cancelled");
   expect(rx.received.map((r) => r.body.payload.sessionId)).toEqual(["1"]);
 });
 
 it("still tells the owner about a stream deleted before its event (stream.idle after DELETE)", async () => {
   d = await startDelivery("embedded");
   const rx = await receiver(() => 200);
-  d.webhook(rx.url);
-  const s = d.stream("doomed");
-  d.store.streams.softDelete(s.id);
-  d.events.raise("stream.idle", s.id, { sessionId: "last" });
+  await d.webhook(rx.url);
+  const s = await d.stream("doomed");
+  await d.store.streams.softDelete(s.id);
+  await d.events.raise("stream.idle", s.id, { sessionId: "last" });
   await rx.waitFor((r) => r.length === 1, "the delivery");
   expect(rx.received[0]!.body.stream).toMatchObject({ id: s.id, name: "doomed" });
   expect(rx.received[0]!.body.stream).not.toHaveProperty("streamKey");
@@ -205,10 +205,10 @@ it("still tells the owner about a stream deleted before its event (stream.idle a
 it("keeps the stream as it was when the event was raised, whatever happens to it later", async () => {
   d = await startDelivery("embedded");
   const rx = await receiver(({ count }) => (count === 1 ? 503 : 200));
-  d.webhook(rx.url);
-  const s = d.stream("before");
-  d.events.raise("stream.started", s.id, { sessionId: "s" });
-  d.store.streams.update(s.id, { name: "after" });
+  await d.webhook(rx.url);
+  const s = await d.stream("before");
+  await d.events.raise("stream.started", s.id, { sessionId: "s" });
+  await d.store.streams.update(s.id, { name: "after" });
   await rx.waitFor((r) => r.length === 2, "the retry");
   expect(rx.received.map((r) => r.body.stream.name)).toEqual(["before", "before"]);
 });

@@ -1,3 +1,4 @@
+import { dropTestDatabase, openTestStore } from "../helpers/database";
 import fs from "node:fs";
 import path from "node:path";
 import { openStore } from "../../src/db";
@@ -18,7 +19,7 @@ describe.each(ADAPTERS)("server restart (%s queue)", (adapter) => {
   let rx: Receiver;
   let servers: TestServer[];
 
-  beforeEach(() => {
+  beforeEach(async () => {
     dataDir = tempDir();
     servers = [];
   });
@@ -44,8 +45,8 @@ describe.each(ADAPTERS)("server restart (%s queue)", (adapter) => {
     // Raised through the running server's own store, as its session manager raises them.
     const events = createEventSink(first.server.store, log);
     for (let i = 1; i <= 5; i++) {
-      events.raise("stream.started", a.id, { sessionId: `a${i}` });
-      events.raise("stream.started", b.id, { sessionId: `b${i}` });
+      await events.raise("stream.started", a.id, { sessionId: `a${i}` });
+      await events.raise("stream.started", b.id, { sessionId: `b${i}` });
     }
     const acked = (label: string) => rx.received.filter((r) => r.body.payload.sessionId === label && r.status === 200).length;
     const tries = (label: string) => rx.received.filter((r) => r.body.payload.sessionId === label).length;
@@ -55,9 +56,9 @@ describe.each(ADAPTERS)("server restart (%s queue)", (adapter) => {
 
     // While no server runs: events written by another process (they must not wait for a poll
     // of a server that is not there, nor be lost).
-    const offline = openStore(path.join(dataDir, "onair.db"));
-    for (let i = 6; i <= 8; i++) createEventSink(offline, log).raise("stream.idle", a.id, { sessionId: `a${i}` });
-    offline.close();
+    const offline = await openTestStore(dataDir);
+    for (let i = 6; i <= 8; i++) await createEventSink(offline, log).raise("stream.idle", a.id, { sessionId: `a${i}` });
+    await offline.close();
 
     const ackedBeforeRestart = new Set(rx.received.filter((r) => r.status === 200).map((r) => r.body.id as string));
     const receivedBeforeRestart = rx.received.length;
@@ -71,7 +72,7 @@ describe.each(ADAPTERS)("server restart (%s queue)", (adapter) => {
     await rx.waitFor(() => labels.every((l) => acked(l) === 1), "every event acknowledged");
     // Settled in the database too: no attempt is still on its way.
     const store = second.server.store;
-    await until(() => (store.db.prepare("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status != 'delivered'").get() as { n: number }).n === 0, "all deliveries settled");
+    await until(async () => (await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM webhook_deliveries WHERE status != 'delivered'"))!.n === 0, "all deliveries settled");
 
     // None lost: each of the 13 events acknowledged exactly once, with one id each.
     expect(labels.map(acked)).toEqual(labels.map(() => 1));
@@ -82,7 +83,7 @@ describe.each(ADAPTERS)("server restart (%s queue)", (adapter) => {
     // And stream b's events still in their order.
     expect(rx.received.filter((r) => r.body.stream.name === "b" && r.status === 200).map((r) => r.body.payload.sessionId)).toEqual(["b1", "b2", "b3", "b4", "b5"]);
     // Every POST the receiver saw is in the log, once.
-    const total = (store.db.prepare("SELECT COUNT(*) AS n FROM webhook_log").get() as { n: number }).n;
+    const total = (await store.db.get<{ n: number }>("SELECT COUNT(*) AS n FROM webhook_log"))!.n;
     expect(total).toBe(rx.received.length);
   });
 });

@@ -83,7 +83,7 @@ it("delivers the events an API process raises, and stops cleanly on SIGTERM", as
   const hook = (await api("POST", "/webhook", { url: rx.url, sharedSecret: "k" })).body;
   const stream = (await api("POST", "/stream", { name: "cam" })).body;
   const events = createEventSink(server.server.store, createLogger("silent"));
-  for (let i = 1; i <= 20; i++) events.raise("stream.started", stream.id, { sessionId: `s${i}` });
+  for (let i = 1; i <= 20; i++) await events.raise("stream.started", stream.id, { sessionId: `s${i}` });
   await rx.waitFor((r) => r.length === 20, "20 deliveries by the worker process");
   expect(rx.received.map((r) => r.body.payload.sessionId)).toEqual(Array.from({ length: 20 }, (_, i) => `s${i + 1}`));
   expect(rx.received.every((r) => r.body.webhookId === hook.id)).toBe(true);

@@ -9,7 +9,10 @@ export function requestUrl(req: Request): string {
 }
 
 /** A 200 with one page of items and, when more exist, the `Link` header to the next page. */
-export function pageResult<T>(req: Request, page: Page<T>, present: (item: T) => unknown): RouteResult {
-  const link = nextPageLink(requestUrl(req), page.nextSeq);
-  return { status: 200, body: page.items.map(present), headers: link ? { link } : undefined };
+export async function pageResult<T>(req: Request, page: Page<T> | Promise<Page<T>>, present: (item: T) => unknown): Promise<RouteResult> {
+  const { items, nextSeq } = await page;
+  const link = nextPageLink(requestUrl(req), nextSeq);
+  const body: unknown[] = [];
+  for (const item of items) body.push(await present(item));
+  return { status: 200, body, headers: link ? { link } : undefined };
 }

@@ -1,5 +1,5 @@
 import type { z } from "zod";
-import type { Store, TargetRef } from "../../db";
+import { lockKey, type TargetRef, type Tx } from "../../db";
 import type { Profile } from "../../shapes";
 import { checkUserCap } from "../caps";
 import { notFound, unprocessable } from "../errors";
@@ -26,19 +26,24 @@ export function checkRefProfiles(refs: { profile: string }[], profiles: Profile[
  * (another user's target is a 404, as everywhere), and inline `spec`s create targets. Call it
  * inside the transaction that writes the stream so a refused request creates nothing.
  */
-export function resolveTargetRefs(store: Store, userId: string, input: MultistreamInput, profiles: Profile[], maxTargetsPerUser: number): TargetRef[] {
+export async function resolveTargetRefs(tx: Tx, userId: string, input: MultistreamInput, profiles: Profile[], maxTargetsPerUser: number): Promise<TargetRef[]> {
   checkRefProfiles(input.targets, profiles);
   const inline = input.targets.filter((t) => t.spec !== undefined).length;
-  if (inline > 0) checkUserCap(store.targets.countOwned(userId), inline, maxTargetsPerUser, "multistream targets", "MAX_TARGETS_PER_USER");
-  input.targets.forEach((t, i) => {
-    if (t.id !== undefined && !store.targets.getOwned(userId, t.id)) {
+  if (inline > 0) {
+    await lockKey(tx.db, `targets/${userId}`);
+    checkUserCap(await tx.targets.countOwned(userId), inline, maxTargetsPerUser, "multistream targets", "MAX_TARGETS_PER_USER");
+  }
+  for (const [i, t] of input.targets.entries()) {
+    if (t.id !== undefined && !(await tx.targets.getOwned(userId, t.id))) {
       throw notFound(`multistream.targets[${i}].id: multistream target ${t.id.slice(0, 64)}`);
     }
-  });
-  return input.targets.map((t) => {
+  }
+  const refs: TargetRef[] = [];
+  for (const t of input.targets) {
     const id =
       t.id ??
-      store.targets.create({ userId, name: t.spec!.name ?? hostOf(t.spec!.url), url: t.spec!.url, disabled: false, tlsVerify: t.spec!.tlsVerify }).id;
-    return { id, profile: t.profile, videoOnly: t.videoOnly };
-  });
+      (await tx.targets.create({ userId, name: t.spec!.name ?? hostOf(t.spec!.url), url: t.spec!.url, disabled: false, tlsVerify: t.spec!.tlsVerify })).id;
+    refs.push({ id, profile: t.profile, videoOnly: t.videoOnly });
+  }
+  return refs;
 }

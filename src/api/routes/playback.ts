@@ -18,8 +18,8 @@ export function playbackRoutes(deps: ApiDeps): Route[] {
       summary: "Where and how to play a stream (no authorization: viewers need it)",
       auth: false,
       responses: { 200: { description: "Playback info", schema: playbackInfoObject }, 404: { description: "Unknown playback id", schema: errorBody } },
-      handle: ({ params }) => {
-        const s = deps.store.streams.getByPlaybackId(params.id!);
+      handle: async ({ params }) => {
+        const s = await deps.store.streams.getByPlaybackId(params.id!);
         if (!s) throw notFound(`playback id ${params.id!.slice(0, 64)}`);
         const info: PlaybackInfoJson = {
           type: "live",

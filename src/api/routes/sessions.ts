@@ -32,8 +32,8 @@ export function sessionRoutes(deps: ApiDeps): Route[] {
       tag: TAG,
       summary: "Get a session",
       responses: { 200: { description: "The session", schema: sessionObject }, 404: { description: "No such session of the caller", schema: errorBody } },
-      handle: ({ userId, params }) => {
-        const s = store.sessions.getOwned(userId, params.id!);
+      handle: async ({ userId, params }) => {
+        const s = await store.sessions.getOwned(userId, params.id!);
         if (!s) throw notFound(`session ${params.id!.slice(0, 64)}`);
         return { status: 200, body: present(s) };
       },
@@ -49,8 +49,8 @@ export function sessionRoutes(deps: ApiDeps): Route[] {
         200: { description: "One page of sessions", schema: sessionObject, list: true },
         404: { description: "No such parent stream of the caller", schema: errorBody },
       },
-      handle: ({ userId, params, query, req }) => {
-        const parent = store.streams.getOwned(userId, params.parentId!);
+      handle: async ({ userId, params, query, req }) => {
+        const parent = await store.streams.getOwned(userId, params.parentId!);
         if (!parent || parent.parentId !== null) throw notFound(`stream ${params.parentId!.slice(0, 64)}`);
         const page = store.sessions.listForParent(parent.id, { recordedOnly: query.record }, { limit: query.limit, beforeSeq: decodeCursor(query.cursor) });
         return pageResult(req, page, present);

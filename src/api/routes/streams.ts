@@ -1,5 +1,5 @@
 import { DEFAULT_LIMITS, type LimitSettings } from "../../config";
-import type { StreamRecord } from "../../db";
+import { lockKey, type StreamRecord } from "../../db";
 import { presentStream, streamObject } from "../../shapes";
 import type { ApiDeps } from "../deps";
 import { checkDestinations } from "../destinations";
@@ -62,19 +62,19 @@ function checkCaps(
 export function streamRoutes(deps: ApiDeps): Route[] {
   const { store } = deps;
   const limits = deps.limits ?? DEFAULT_LIMITS;
-  const present = (s: StreamRecord) =>
-    presentStream(s, s.parentId ? [] : store.streamTargets.listForStream(s.id), s.isActive ? deps.live.rates(s.id) : undefined, deps.live.health(s.id));
+  const present = async (s: StreamRecord) =>
+    presentStream(s, s.parentId ? [] : await store.streamTargets.listForStream(s.id), s.isActive ? deps.live.rates(s.id) : undefined, deps.live.health(s.id));
 
   /** The caller's stream, parent or child; anything else is a 404. */
-  const owned = (userId: string, id: string) => {
-    const s = store.streams.getOwned(userId, id);
+  const owned = async (userId: string, id: string) => {
+    const s = await store.streams.getOwned(userId, id);
     if (!s) throw notFound(`stream ${id.slice(0, 64)}`);
     return s;
   };
 
   /** The caller's parent stream: child stream objects are read-only history (spec 2.1). */
-  const ownedParent = (userId: string, id: string, refusal: string) => {
-    const s = owned(userId, id);
+  const ownedParent = async (userId: string, id: string, refusal: string) => {
+    const s = await owned(userId, id);
     if (s.parentId !== null) throw badRequest(refusal);
     return s;
   };
@@ -93,14 +93,17 @@ export function streamRoutes(deps: ApiDeps): Route[] {
         await checkInlineTargets(deps, body);
         const policy = checkPlaybackPolicy(body.playbackPolicy);
         const profiles = body.profiles ?? [];
-        const stream = store.db.transaction(() => {
-          checkUserCap(store.streams.countOwned(userId), 1, limits.maxStreamsPerUser, "streams", "MAX_STREAMS_PER_USER");
-          const s = store.streams.create({ userId, name: body.name, profiles, record: body.record ?? false, playbackPolicy: policy ?? null, reconnectWindow: body.reconnectWindow ?? null });
-          if (body.multistream) store.streamTargets.replaceForStream(s.id, resolveTargetRefs(store, userId, body.multistream, profiles, limits.maxTargetsPerUser));
+        const stream = await store.transaction(async (tx) => {
+          await lockKey(tx.db, `streams/${userId}`);
+          checkUserCap(await tx.streams.countOwned(userId), 1, limits.maxStreamsPerUser, "streams", "MAX_STREAMS_PER_USER");
+          const s = await tx.streams.create({ userId, name: body.name, profiles, record: body.record ?? false, playbackPolicy: policy ?? null, reconnectWindow: body.reconnectWindow ?? null });
+          if (body.multistream) await tx.streamTargets.replaceForStream(s.id, await resolveTargetRefs(tx, userId, body.multistream, profiles, limits.maxTargetsPerUser));
+          // Ingest nodes learn the new key.
+          await deps.live.announce(tx.db, { streamId: s.id, change: "changed" });
           return s;
-        })();
+        });
         deps.log.info({ streamId: stream.id, userId }, "stream created");
-        return { status: 201, body: present(stream) };
+        return { status: 201, body: await present(stream) };
       },
     }),
 
@@ -111,9 +114,9 @@ export function streamRoutes(deps: ApiDeps): Route[] {
       summary: "List the caller's streams, newest first (historic child streams too, unless streamsonly=1)",
       query: streamListQuery,
       responses: { 200: { description: "One page of streams", schema: streamObject, list: true } },
-      handle: ({ userId, query, req }) => {
+      handle: async ({ userId, query, req }) => {
         const filters = parseStreamFilters(query.filters);
-        const page = store.streams.list(userId, { streamsOnly: query.streamsonly, filters }, { limit: query.limit, beforeSeq: decodeCursor(query.cursor) });
+        const page = await store.streams.list(userId, { streamsOnly: query.streamsonly, filters }, { limit: query.limit, beforeSeq: decodeCursor(query.cursor) });
         return pageResult(req, page, present);
       },
     }),
@@ -124,7 +127,7 @@ export function streamRoutes(deps: ApiDeps): Route[] {
       tag: TAG,
       summary: "Get a stream",
       responses: { 200: { description: "The stream", schema: streamObject }, 404: notFoundResponse },
-      handle: ({ userId, params }) => ({ status: 200, body: present(owned(userId, params.id!)) }),
+      handle: async ({ userId, params }) => ({ status: 200, body: await present(await owned(userId, params.id!)) }),
     }),
 
     route({
@@ -136,18 +139,18 @@ export function streamRoutes(deps: ApiDeps): Route[] {
       responses: { 204: { description: "Updated" }, 400: { description: "A child stream object", schema: errorBody }, 404: notFoundResponse, 422: { description: "Invalid body", schema: errorBody } },
       handle: async ({ userId, body, params }) => {
         checkCaps(body, limits);
-        const s = ownedParent(userId, params.id!, "historic child stream objects are read-only; update the parent stream");
+        const s = await ownedParent(userId, params.id!, "historic child stream objects are read-only; update the parent stream");
         await checkInlineTargets(deps, body);
         const policy = checkPlaybackPolicy(body.playbackPolicy);
         const profiles = body.profiles === undefined ? s.profiles : (body.profiles ?? []);
-        store.db.transaction(() => {
+        await store.transaction(async (tx) => {
           if (body.multistream) {
-            store.streamTargets.replaceForStream(s.id, resolveTargetRefs(store, userId, body.multistream, profiles, limits.maxTargetsPerUser));
+            await tx.streamTargets.replaceForStream(s.id, await resolveTargetRefs(tx, userId, body.multistream, profiles, limits.maxTargetsPerUser));
           } else if (body.profiles !== undefined) {
             // New profiles must still serve the references the stream already has.
-            checkRefProfiles(store.streamTargets.listForStream(s.id), profiles);
+            checkRefProfiles(await tx.streamTargets.listForStream(s.id), profiles);
           }
-          store.streams.update(s.id, {
+          await tx.streams.update(s.id, {
             name: body.name,
             profiles: body.profiles === undefined ? undefined : profiles,
             record: body.record,
@@ -155,9 +158,10 @@ export function streamRoutes(deps: ApiDeps): Route[] {
             playbackPolicy: policy,
             reconnectWindow: body.reconnectWindow,
           });
-        })();
-        if (body.suspended === true) deps.live.interrupt(s.id, "suspended");
-        else if (body.multistream || body.profiles !== undefined) deps.live.streamChanged(s.id);
+          // The node running its session ends it, or applies the new targets; every ingest node
+          // learns whether the key may publish.
+          await deps.live.announce(tx.db, { streamId: s.id, change: body.suspended === true ? "suspended" : "changed" });
+        });
         return { status: 204 };
       },
     }),
@@ -169,10 +173,10 @@ export function streamRoutes(deps: ApiDeps): Route[] {
       summary: "Turn recording on or off for the stream's future sessions",
       body: recordPatchBody,
       responses: { 204: { description: "Updated" }, 400: { description: "`can't set for session`", schema: errorBody }, 404: notFoundResponse },
-      handle: ({ userId, body, params }) => {
+      handle: async ({ userId, body, params }) => {
         // spec 4.1 rule 2: only a parent stream's record can change.
-        const s = ownedParent(userId, params.id!, "can't set for session");
-        store.streams.update(s.id, { record: body.record });
+        const s = await ownedParent(userId, params.id!, "can't set for session");
+        await store.streams.update(s.id, { record: body.record });
         return { status: 204 };
       },
     }),
@@ -183,9 +187,9 @@ export function streamRoutes(deps: ApiDeps): Route[] {
       tag: TAG,
       summary: "End the stream's live session now (the publisher may reconnect; suspend to keep it out)",
       responses: { 204: { description: "Terminated, or nothing was live" }, 400: { description: "A child stream object", schema: errorBody }, 404: notFoundResponse },
-      handle: ({ userId, params }) => {
-        const s = ownedParent(userId, params.id!, "historic child stream objects are read-only; terminate the parent stream");
-        deps.live.interrupt(s.id, "terminated");
+      handle: async ({ userId, params }) => {
+        const s = await ownedParent(userId, params.id!, "historic child stream objects are read-only; terminate the parent stream");
+        await deps.live.announce(store.db, { streamId: s.id, change: "terminated" });
         return { status: 204 };
       },
     }),
@@ -196,10 +200,12 @@ export function streamRoutes(deps: ApiDeps): Route[] {
       tag: TAG,
       summary: "Delete a stream (ends its live session, if any)",
       responses: { 204: { description: "Deleted" }, 400: { description: "A child stream object", schema: errorBody }, 404: notFoundResponse },
-      handle: ({ userId, params }) => {
-        const s = ownedParent(userId, params.id!, "historic child stream objects are read-only; delete the parent stream");
-        store.streams.softDelete(s.id);
-        deps.live.interrupt(s.id, "deleted");
+      handle: async ({ userId, params }) => {
+        const s = await ownedParent(userId, params.id!, "historic child stream objects are read-only; delete the parent stream");
+        await store.transaction(async (tx) => {
+          await tx.streams.softDelete(s.id);
+          await deps.live.announce(tx.db, { streamId: s.id, change: "deleted" });
+        });
         deps.log.info({ streamId: s.id, userId }, "stream deleted");
         return { status: 204 };
       },

@@ -1,5 +1,6 @@
 import { presentTarget, targetCreatedObject, targetObject } from "../../shapes";
 import { DEFAULT_LIMITS } from "../../config";
+import { lockKey } from "../../db";
 import { checkUserCap } from "../caps";
 import type { ApiDeps } from "../deps";
 import { checkDestinations } from "../destinations";
@@ -16,8 +17,8 @@ const notFoundResponse = { description: "No such target of the caller", schema: 
 export function targetRoutes(deps: ApiDeps): Route[] {
   const limits = deps.limits ?? DEFAULT_LIMITS;
   const { store } = deps;
-  const owned = (userId: string, id: string) => {
-    const t = store.targets.getOwned(userId, id);
+  const owned = async (userId: string, id: string) => {
+    const t = await store.targets.getOwned(userId, id);
     if (!t) throw notFound(`multistream target ${id.slice(0, 64)}`);
     return t;
   };
@@ -31,9 +32,12 @@ export function targetRoutes(deps: ApiDeps): Route[] {
       body: targetCreateBody,
       responses: { 201: { description: "The new target, with its url (the only time it is returned)", schema: targetCreatedObject }, 422: { description: "Invalid body, or a destination the outbound policy refuses", schema: errorBody } },
       handle: async ({ userId, body }) => {
-        checkUserCap(store.targets.countOwned(userId), 1, limits.maxTargetsPerUser, "multistream targets", "MAX_TARGETS_PER_USER");
         await checkDestinations(deps, [{ field: "url", host: hostOf(body.url) }]);
-        const t = store.targets.create({ userId, url: body.url, name: body.name ?? hostOf(body.url), disabled: body.disabled ?? false, tlsVerify: body.tlsVerify });
+        const t = await store.transaction(async (tx) => {
+          await lockKey(tx.db, `targets/${userId}`);
+          checkUserCap(await tx.targets.countOwned(userId), 1, limits.maxTargetsPerUser, "multistream targets", "MAX_TARGETS_PER_USER");
+          return tx.targets.create({ userId, url: body.url, name: body.name ?? hostOf(body.url), disabled: body.disabled ?? false, tlsVerify: body.tlsVerify });
+        });
         return { status: 201, body: { ...presentTarget(t), url: t.url } };
       },
     }),
@@ -55,7 +59,7 @@ export function targetRoutes(deps: ApiDeps): Route[] {
       tag: TAG,
       summary: "Get a target",
       responses: { 200: { description: "The target", schema: targetObject }, 404: notFoundResponse },
-      handle: ({ userId, params }) => ({ status: 200, body: presentTarget(owned(userId, params.id!)) }),
+      handle: async ({ userId, params }) => ({ status: 200, body: presentTarget(await owned(userId, params.id!)) }),
     }),
 
     route({
@@ -66,11 +70,13 @@ export function targetRoutes(deps: ApiDeps): Route[] {
       body: targetPatchBody,
       responses: { 204: { description: "Updated" }, 404: notFoundResponse, 422: { description: "Invalid body, or a destination the outbound policy refuses", schema: errorBody } },
       handle: async ({ userId, params, body }) => {
-        const t = owned(userId, params.id!);
+        const t = await owned(userId, params.id!);
         if (body.url !== undefined) await checkDestinations(deps, [{ field: "url", host: hostOf(body.url) }]);
-        store.targets.update(t.id, { name: body.name, url: body.url, disabled: body.disabled, tlsVerify: body.tlsVerify });
-        // A live stream pushing to this target starts, stops or redirects its push.
-        for (const stream of store.streamTargets.streamsReferencing(t.id)) deps.live.streamChanged(stream.id);
+        await store.transaction(async (tx) => {
+          await tx.targets.update(t.id, { name: body.name, url: body.url, disabled: body.disabled, tlsVerify: body.tlsVerify });
+          // A live stream pushing to this target starts, stops or redirects its push.
+          for (const stream of await tx.streamTargets.streamsReferencing(t.id)) await deps.live.announce(tx.db, { streamId: stream.id, change: "changed" });
+        });
         return { status: 204 };
       },
     }),
@@ -81,15 +87,15 @@ export function targetRoutes(deps: ApiDeps): Route[] {
       tag: TAG,
       summary: "Delete a target no stream references any more",
       responses: { 204: { description: "Deleted" }, 400: { description: "Streams still reference the target", schema: errorBody }, 404: notFoundResponse },
-      handle: ({ userId, params }) => {
-        const t = owned(userId, params.id!);
+      handle: async ({ userId, params }) => {
+        const t = await owned(userId, params.id!);
         // spec 4.3 rule 5: references go first, so no live stream loses a destination by surprise.
-        const refs = store.streamTargets.streamsReferencing(t.id);
+        const refs = await store.streamTargets.streamsReferencing(t.id);
         if (refs.length > 0) {
           const names = refs.map((s) => `"${s.name}" (${s.id})`).join(", ");
           throw badRequest(`multistream target ${t.id} is still referenced by stream${refs.length > 1 ? "s" : ""} ${names}; remove it from their multistream.targets first`);
         }
-        store.targets.delete(t.id);
+        await store.targets.delete(t.id);
         return { status: 204 };
       },
     }),

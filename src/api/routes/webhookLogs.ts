@@ -70,13 +70,13 @@ const RESEND_WAIT_MS = 12_000;
 
 export function webhookLogRoutes(deps: ApiDeps): Route[] {
   const { store } = deps;
-  const ownedWebhook = (userId: string, id: string) => {
-    const w = store.webhooks.getOwned(userId, id);
+  const ownedWebhook = async (userId: string, id: string) => {
+    const w = await store.webhooks.getOwned(userId, id);
     if (!w) throw notFound(`webhook ${id.slice(0, 64)}`);
     return w;
   };
-  const logEntry = (webhookId: string, logId: string) => {
-    const entry = store.webhookLog.get(webhookId, logId);
+  const logEntry = async (webhookId: string, logId: string) => {
+    const entry = await store.webhookLog.get(webhookId, logId);
     if (!entry) throw notFound(`log entry ${logId.slice(0, 64)}`);
     return entry;
   };
@@ -93,8 +93,8 @@ export function webhookLogRoutes(deps: ApiDeps): Route[] {
         200: { description: "One page of attempts", schema: webhookLogObject, list: true },
         404: notFoundResponse,
       },
-      handle: ({ userId, params, query, req }) => {
-        const w = ownedWebhook(userId, params.id!);
+      handle: async ({ userId, params, query, req }) => {
+        const w = await ownedWebhook(userId, params.id!);
         return pageResult(req, store.webhookLog.list(w.id, { limit: query.limit, beforeSeq: decodeCursor(query.cursor) }), presentWebhookLog);
       },
     }),
@@ -105,9 +105,9 @@ export function webhookLogRoutes(deps: ApiDeps): Route[] {
       tag: TAG,
       summary: "Get one delivery attempt",
       responses: { 200: { description: "The attempt", schema: webhookLogObject }, 404: notFoundResponse },
-      handle: ({ userId, params }) => {
-        const w = ownedWebhook(userId, params.id!);
-        return { status: 200, body: presentWebhookLog(logEntry(w.id, params.logId!)) };
+      handle: async ({ userId, params }) => {
+        const w = await ownedWebhook(userId, params.id!);
+        return { status: 200, body: presentWebhookLog(await logEntry(w.id, params.logId!)) };
       },
     }),
 
@@ -125,9 +125,9 @@ export function webhookLogRoutes(deps: ApiDeps): Route[] {
         404: notFoundResponse,
       },
       handle: async ({ userId, params }) => {
-        const w = ownedWebhook(userId, params.id!);
-        const entry = logEntry(w.id, params.logId!);
-        const { delivery, isLaneHead } = resendLoggedEvent(store, entry);
+        const w = await ownedWebhook(userId, params.id!);
+        const entry = await logEntry(w.id, params.logId!);
+        const { delivery, isLaneHead } = await resendLoggedEvent(store, entry);
         // Behind an earlier delivery being retried, it may wait minutes: say so at once.
         const attempt = isLaneHead ? await firstAttempt(store, delivery.id, RESEND_WAIT_MS) : undefined;
         if (attempt) return { status: 200, body: presentWebhookLog(attempt) };

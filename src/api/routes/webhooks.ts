@@ -1,3 +1,4 @@
+import { lockKey } from "../../db";
 import type { z } from "zod";
 import type { WebhookFields } from "../../db";
 import { EVENT_NAMES } from "../../shapes";
@@ -20,15 +21,15 @@ const invalid = { description: "Invalid body, or a receiver the outbound policy 
 export function webhookRoutes(deps: ApiDeps): Route[] {
   const limits = deps.limits ?? DEFAULT_LIMITS;
   const { store } = deps;
-  const owned = (userId: string, id: string) => {
-    const w = store.webhooks.getOwned(userId, id);
+  const owned = async (userId: string, id: string) => {
+    const w = await store.webhooks.getOwned(userId, id);
     if (!w) throw notFound(`webhook ${id.slice(0, 64)}`);
     return w;
   };
 
   /** Defaults: name from the url's host, every event (spec 6 lists eight). */
-  const fields = (userId: string, body: z.output<typeof webhookBody>): WebhookFields => {
-    if (body.streamId && !store.streams.getOwned(userId, body.streamId)) throw notFound(`streamId: stream ${body.streamId.slice(0, 64)}`);
+  const fields = async (userId: string, body: z.output<typeof webhookBody>): Promise<WebhookFields> => {
+    if (body.streamId && !(await store.streams.getOwned(userId, body.streamId))) throw notFound(`streamId: stream ${body.streamId.slice(0, 64)}`);
     return {
       name: body.name ?? hostOf(body.url),
       url: body.url,
@@ -48,9 +49,17 @@ export function webhookRoutes(deps: ApiDeps): Route[] {
       body: webhookBody,
       responses: { 200: { description: "The new webhook", schema: webhookObject }, 422: invalid },
       handle: async ({ userId, body }) => {
-        checkUserCap(store.webhooks.countOwned(userId), 1, limits.maxWebhooksPerUser, "webhooks", "MAX_WEBHOOKS_PER_USER");
+        const cap = async (webhooks: typeof store.webhooks) =>
+          checkUserCap(await webhooks.countOwned(userId), 1, limits.maxWebhooksPerUser, "webhooks", "MAX_WEBHOOKS_PER_USER");
+        await cap(store.webhooks);
         await checkDestinations(deps, [{ field: "url", host: hostOf(body.url) }]);
-        return { status: 200, body: presentWebhook(store.webhooks.create(userId, fields(userId, body))) };
+        const f = await fields(userId, body);
+        const created = await store.transaction(async (tx) => {
+          await lockKey(tx.db, `webhooks/${userId}`);
+          await cap(tx.webhooks);
+          return tx.webhooks.create(userId, f);
+        });
+        return { status: 200, body: presentWebhook(created) };
       },
     }),
 
@@ -71,7 +80,7 @@ export function webhookRoutes(deps: ApiDeps): Route[] {
       tag: TAG,
       summary: "Get a webhook",
       responses: { 200: { description: "The webhook", schema: webhookObject }, 404: notFoundResponse },
-      handle: ({ userId, params }) => ({ status: 200, body: presentWebhook(owned(userId, params.id!)) }),
+      handle: async ({ userId, params }) => ({ status: 200, body: presentWebhook(await owned(userId, params.id!)) }),
     }),
 
     route({
@@ -82,10 +91,10 @@ export function webhookRoutes(deps: ApiDeps): Route[] {
       body: webhookBody,
       responses: { 200: { description: "The updated webhook", schema: webhookObject }, 404: notFoundResponse, 422: invalid },
       handle: async ({ userId, params, body }) => {
-        const w = owned(userId, params.id!);
+        const w = await owned(userId, params.id!);
         await checkDestinations(deps, [{ field: "url", host: hostOf(body.url) }]);
-        store.webhooks.replace(w.id, fields(userId, body));
-        return { status: 200, body: presentWebhook(store.webhooks.get(w.id)!) };
+        await store.webhooks.replace(w.id, await fields(userId, body));
+        return { status: 200, body: presentWebhook((await store.webhooks.get(w.id))!) };
       },
     }),
 
@@ -95,9 +104,9 @@ export function webhookRoutes(deps: ApiDeps): Route[] {
       tag: TAG,
       summary: "Delete a webhook",
       responses: { 200: { description: "The deleted webhook", schema: webhookObject }, 404: notFoundResponse },
-      handle: ({ userId, params }) => {
-        const w = owned(userId, params.id!);
-        store.webhooks.delete(w.id);
+      handle: async ({ userId, params }) => {
+        const w = await owned(userId, params.id!);
+        await store.webhooks.delete(w.id);
         return { status: 200, body: presentWebhook(w) };
       },
     }),

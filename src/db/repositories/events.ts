@@ -1,4 +1,4 @@
-import { statementCache, type Db } from "../connection";
+import type { Sql } from "../sql";
 import { newId } from "../ids";
 import type { StreamRecord } from "../types";
 import { toStreamRecord } from "./streams";
@@ -48,51 +48,50 @@ const toEvent = (r: Row): EventRecord => ({
 export type NewEvent = Omit<EventRecord, "seq" | "id" | "fanoutAfter">;
 
 export class EventsRepository {
-  private readonly sql: ReturnType<typeof statementCache>;
-
-  constructor(db: Db) {
-    this.sql = statementCache(db);
-  }
+  constructor(private readonly q: Sql) {}
 
   /** Records an event, its fan-out still to do. */
-  add(e: NewEvent): EventRecord {
-    const id = newId();
-    const row = this
-      .sql(
-        `INSERT INTO events (id, user_id, stream_id, name, created_at, stream, payload, fanout_after) VALUES (?, ?, ?, ?, ?, ?, ?, 0)
-         RETURNING *`,
-      )
-      .get(id, e.userId, e.streamId, e.name, e.createdAt, e.streamJson, e.payloadJson) as Row;
-    return toEvent(row);
+  async add(e: NewEvent): Promise<EventRecord> {
+    const row = await this.q.get<Row>(
+      `INSERT INTO events (id, user_id, stream_id, name, created_at, stream, payload, fanout_after) VALUES (?, ?, ?, ?, ?, ?, ?, 0)
+       RETURNING *`,
+      [newId(), e.userId, e.streamId, e.name, e.createdAt, e.streamJson, e.payloadJson],
+    );
+    return toEvent(row!);
   }
 
-  get(id: string): EventRecord | undefined {
-    const row = this.sql("SELECT * FROM events WHERE id = ?").get(id) as Row | undefined;
+  async get(id: string): Promise<EventRecord | undefined> {
+    const row = await this.q.get<Row>("SELECT * FROM events WHERE id = ?", [id]);
     return row && toEvent(row);
   }
 
-  /** The owner's oldest event whose fan-out is not finished: fan-outs run in the order raised. */
-  oldestToFanOut(userId: string): EventRecord | undefined {
-    const row = this.sql("SELECT * FROM events WHERE user_id = ? AND fanout_after IS NOT NULL ORDER BY seq LIMIT 1").get(userId) as Row | undefined;
+  /**
+   * The owner's oldest event whose fan-out is not finished: fan-outs run in the order raised.
+   * Inside a transaction on PostgreSQL the row stays locked until it ends, so two workers
+   * cannot fan out the same batch (SQLite runs one writer at a time anyway).
+   */
+  async oldestToFanOut(userId: string): Promise<EventRecord | undefined> {
+    const lock = this.q.dialect === "postgres" ? " FOR UPDATE" : "";
+    const row = await this.q.get<Row>(`SELECT * FROM events WHERE user_id = ? AND fanout_after IS NOT NULL ORDER BY seq LIMIT 1${lock}`, [userId]);
     return row && toEvent(row);
   }
 
   /** Every event whose fan-out is not finished, oldest first (a bounded batch). */
-  fanOutsPending(limit: number): EventRecord[] {
-    return (this.sql("SELECT * FROM events WHERE fanout_after IS NOT NULL ORDER BY seq LIMIT ?").all(limit) as Row[]).map(toEvent);
+  async fanOutsPending(limit: number): Promise<EventRecord[]> {
+    return (await this.q.all<Row>("SELECT * FROM events WHERE fanout_after IS NOT NULL ORDER BY seq LIMIT ?", [limit])).map(toEvent);
   }
 
   /** Records fan-out progress: webhooks up to seq `after` have been looked at; null: all. */
-  setFanOutProgress(id: string, after: number | null): void {
-    this.sql("UPDATE events SET fanout_after = ? WHERE id = ?").run(after, id);
+  async setFanOutProgress(id: string, after: number | null): Promise<void> {
+    await this.q.run("UPDATE events SET fanout_after = ? WHERE id = ?", [after, id]);
   }
 
   /**
    * The stream an event happens to, deleted or not: deleting a live stream ends its session,
    * and the `stream.idle` that follows must still reach the owner's webhooks.
    */
-  streamIncludingDeleted(streamId: string): StreamRecord | undefined {
-    const row = this.sql("SELECT * FROM streams WHERE id = ?").get(streamId) as Parameters<typeof toStreamRecord>[0] | undefined;
+  async streamIncludingDeleted(streamId: string): Promise<StreamRecord | undefined> {
+    const row = await this.q.get<Parameters<typeof toStreamRecord>[0]>("SELECT * FROM streams WHERE id = ?", [streamId]);
     return row && toStreamRecord(row);
   }
 }

@@ -1,4 +1,4 @@
-import { statementCache, type Db } from "../connection";
+import type { Sql } from "../sql";
 import { newId } from "../ids";
 import type { Page, TargetRecord } from "../types";
 import { selectPage, type PageRequest } from "./page";
@@ -26,36 +26,38 @@ const toTarget = (r: Row): TargetRecord => ({
 });
 
 export class MultistreamTargetsRepository {
-  private readonly sql: ReturnType<typeof statementCache>;
+  constructor(private readonly q: Sql) {}
 
-  constructor(private readonly db: Db) {
-    this.sql = statementCache(db);
-  }
-
-  create(t: { userId: string; name: string; url: string; disabled: boolean; tlsVerify?: boolean }): TargetRecord {
+  async create(t: { userId: string; name: string; url: string; disabled: boolean; tlsVerify?: boolean }): Promise<TargetRecord> {
     const id = newId();
-    this
-      .sql("INSERT INTO multistream_targets (id, user_id, name, url, disabled, tls_verify, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
-      .run(id, t.userId, t.name, t.url, t.disabled ? 1 : 0, t.tlsVerify === false ? 0 : 1, Date.now());
-    return this.get(id)!;
+    await this.q.run("INSERT INTO multistream_targets (id, user_id, name, url, disabled, tls_verify, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)", [
+      id,
+      t.userId,
+      t.name,
+      t.url,
+      t.disabled ? 1 : 0,
+      t.tlsVerify === false ? 0 : 1,
+      Date.now(),
+    ]);
+    return (await this.get(id))!;
   }
 
-  get(id: string): TargetRecord | undefined {
-    const row = this.sql("SELECT * FROM multistream_targets WHERE id = ?").get(id) as Row | undefined;
+  async get(id: string): Promise<TargetRecord | undefined> {
+    const row = await this.q.get<Row>("SELECT * FROM multistream_targets WHERE id = ?", [id]);
     return row && toTarget(row);
   }
 
-  getOwned(userId: string, id: string): TargetRecord | undefined {
-    const t = this.get(id);
+  async getOwned(userId: string, id: string): Promise<TargetRecord | undefined> {
+    const t = await this.get(id);
     return t && t.userId === userId ? t : undefined;
   }
 
-  list(userId: string, page: PageRequest): Page<TargetRecord> {
-    return selectPage(this.sql, "multistream_targets", ["user_id = ?"], [userId], page, toTarget);
+  async list(userId: string, page: PageRequest): Promise<Page<TargetRecord>> {
+    return selectPage(this.q, "multistream_targets", ["user_id = ?"], [userId], page, toTarget);
   }
 
   /** Spec 4.3 rule 2: fields absent from the change stay as they are. */
-  update(id: string, c: { name?: string; url?: string; disabled?: boolean; tlsVerify?: boolean }): void {
+  async update(id: string, c: { name?: string; url?: string; disabled?: boolean; tlsVerify?: boolean }): Promise<void> {
     const sets: string[] = [];
     const params: unknown[] = [];
     if (c.name !== undefined) sets.push("name = ?"), params.push(c.name);
@@ -63,15 +65,15 @@ export class MultistreamTargetsRepository {
     if (c.disabled !== undefined) sets.push("disabled = ?"), params.push(c.disabled ? 1 : 0);
     if (c.tlsVerify !== undefined) sets.push("tls_verify = ?"), params.push(c.tlsVerify ? 1 : 0);
     if (sets.length === 0) return;
-    this.sql(`UPDATE multistream_targets SET ${sets.join(", ")} WHERE id = ?`).run(...params, id);
+    await this.q.run(`UPDATE multistream_targets SET ${sets.join(", ")} WHERE id = ?`, [...params, id]);
   }
 
   /** How many the user has (the per-user cap). */
-  countOwned(userId: string): number {
-    return (this.sql("SELECT COUNT(*) AS n FROM multistream_targets WHERE user_id = ?").get(userId) as { n: number }).n;
+  async countOwned(userId: string): Promise<number> {
+    return (await this.q.get<{ n: number }>("SELECT COUNT(*) AS n FROM multistream_targets WHERE user_id = ?", [userId]))!.n;
   }
 
-  delete(id: string): void {
-    this.sql("DELETE FROM multistream_targets WHERE id = ?").run(id);
+  async delete(id: string): Promise<void> {
+    await this.q.run("DELETE FROM multistream_targets WHERE id = ?", [id]);
   }
 }

@@ -1,4 +1,4 @@
-import { statementCache, type Db } from "../connection";
+import type { Sql } from "../sql";
 import { countersOf, type CounterColumns } from "./counters";
 import { newId } from "../ids";
 import type { Profile, SegmentCounters } from "../../shapes";
@@ -20,6 +20,7 @@ interface Row extends CounterColumns {
   recording_status: RecordingStatus | null;
   recording_error: string | null;
   end_reason: string | null;
+  node_id: string | null;
 }
 
 const toSession = (r: Row): SessionRecord => ({
@@ -38,127 +39,136 @@ const toSession = (r: Row): SessionRecord => ({
   recordingStatus: r.recording_status,
   recordingError: r.recording_error,
   endReason: r.end_reason,
+  nodeId: r.node_id ?? null,
 });
 
 export class SessionsRepository {
-  private readonly sql: ReturnType<typeof statementCache>;
-
-  constructor(private readonly db: Db) {
-    this.sql = statementCache(db);
-  }
+  constructor(private readonly q: Sql) {}
 
   /**
    * Opens a session for a publish on `parent`: the session row and its historic child stream
    * object (same id, parentId set) are written together. `record` and `profiles` are copied
    * from the parent now: later changes to the parent apply to later sessions only (spec 3.2).
    */
-  start(parent: StreamRecord, at = Date.now()): SessionRecord {
+  async start(parent: StreamRecord, at = Date.now(), nodeId: string | null = null): Promise<SessionRecord> {
     if (parent.parentId !== null) throw new Error(`stream ${parent.id} is a child stream; sessions start on parents`);
     const id = newId();
     const profiles = JSON.stringify(parent.profiles);
-    this.db.transaction(() => {
-      this
-        .sql(
-          `INSERT INTO sessions (id, user_id, parent_id, name, playback_id, created_at, last_seen, record, profiles)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(id, parent.userId, parent.id, parent.name, parent.playbackId, at, at, parent.record ? 1 : 0, profiles);
-      this
-        .sql(
-          `INSERT INTO streams (id, user_id, parent_id, name, created_at, last_seen, record, profiles)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-        )
-        .run(id, parent.userId, parent.id, parent.name, at, at, parent.record ? 1 : 0, profiles);
-    })();
-    return this.get(id)!;
+    await this.q.transaction(async (q) => {
+      await q.run(
+        `INSERT INTO sessions (id, user_id, parent_id, name, playback_id, created_at, last_seen, record, profiles, node_id)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [id, parent.userId, parent.id, parent.name, parent.playbackId, at, at, parent.record ? 1 : 0, profiles, nodeId],
+      );
+      await q.run(
+        `INSERT INTO streams (id, user_id, parent_id, name, created_at, last_seen, record, profiles)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+        [id, parent.userId, parent.id, parent.name, at, at, parent.record ? 1 : 0, profiles],
+      );
+    });
+    return (await this.get(id))!;
   }
 
   /**
    * Adds a pipeline's progress to the session, its child stream object and the parent
    * stream alike, and moves their lastSeen forward.
    */
-  addProgress(sessionId: string, delta: Partial<SegmentCounters>, at = Date.now()): void {
-    const s = this.get(sessionId);
+  async addProgress(sessionId: string, delta: Partial<SegmentCounters>, at = Date.now()): Promise<void> {
+    const s = await this.get(sessionId);
     if (!s) return;
-    const d = {
-      ss: delta.sourceSegments ?? 0,
-      ts: delta.transcodedSegments ?? 0,
-      ssd: delta.sourceSegmentsDuration ?? 0,
-      tsd: delta.transcodedSegmentsDuration ?? 0,
-      sb: delta.sourceBytes ?? 0,
-      tb: delta.transcodedBytes ?? 0,
+    const d = [
+      delta.sourceSegments ?? 0,
+      delta.transcodedSegments ?? 0,
+      delta.sourceSegmentsDuration ?? 0,
+      delta.transcodedSegmentsDuration ?? 0,
+      delta.sourceBytes ?? 0,
+      delta.transcodedBytes ?? 0,
       at,
-    };
-    const set = `source_segments = source_segments + @ss, transcoded_segments = transcoded_segments + @ts,
-      source_segments_duration = source_segments_duration + @ssd,
-      transcoded_segments_duration = transcoded_segments_duration + @tsd,
-      source_bytes = source_bytes + @sb, transcoded_bytes = transcoded_bytes + @tb, last_seen = @at`;
-    this.db.transaction(() => {
-      this.sql(`UPDATE sessions SET ${set} WHERE id = @id`).run({ ...d, id: sessionId });
-      this.sql(`UPDATE streams SET ${set} WHERE id IN (@id, @parent)`).run({ ...d, id: sessionId, parent: s.parentId });
-    })();
+    ];
+    const set = `source_segments = source_segments + ?, transcoded_segments = transcoded_segments + ?,
+      source_segments_duration = source_segments_duration + ?,
+      transcoded_segments_duration = transcoded_segments_duration + ?,
+      source_bytes = source_bytes + ?, transcoded_bytes = transcoded_bytes + ?, last_seen = ?`;
+    await this.q.transaction(async (q) => {
+      await q.run(`UPDATE sessions SET ${set} WHERE id = ?`, [...d, sessionId]);
+      await q.run(`UPDATE streams SET ${set} WHERE id IN (?, ?)`, [...d, sessionId, s.parentId]);
+    });
   }
 
   /** Closes a session, saying why; ending one that already ended changes nothing. */
-  end(sessionId: string, at = Date.now(), reason: string | null = null): boolean {
-    return this.db.transaction(() => {
-      const r = this.sql("UPDATE sessions SET ended_at = ?, last_seen = MAX(last_seen, ?), end_reason = ? WHERE id = ? AND ended_at IS NULL").run(at, at, reason, sessionId);
-      this.sql("UPDATE streams SET is_active = 0 WHERE id = ?").run(sessionId);
-      return r.changes === 1;
-    })();
+  async end(sessionId: string, at = Date.now(), reason: string | null = null): Promise<boolean> {
+    return this.q.transaction(async (q) => {
+      const changed = await q.run(
+        "UPDATE sessions SET ended_at = ?, last_seen = CASE WHEN last_seen > ? THEN last_seen ELSE ? END, end_reason = ? WHERE id = ? AND ended_at IS NULL",
+        [at, at, at, reason, sessionId],
+      );
+      await q.run("UPDATE streams SET is_active = 0 WHERE id = ?", [sessionId]);
+      return changed === 1;
+    });
   }
 
-  setRecordingStatus(sessionId: string, status: RecordingStatus, error: string | null = null): void {
-    this.sql("UPDATE sessions SET recording_status = ?, recording_error = ? WHERE id = ?").run(status, error, sessionId);
+  async setRecordingStatus(sessionId: string, status: RecordingStatus, error: string | null = null): Promise<void> {
+    await this.q.run("UPDATE sessions SET recording_status = ?, recording_error = ? WHERE id = ?", [status, error, sessionId]);
   }
 
-  get(id: string): SessionRecord | undefined {
-    const row = this.sql("SELECT * FROM sessions WHERE id = ?").get(id) as Row | undefined;
+  async get(id: string): Promise<SessionRecord | undefined> {
+    const row = await this.q.get<Row>("SELECT * FROM sessions WHERE id = ?", [id]);
     return row && toSession(row);
   }
 
-  getOwned(userId: string, id: string): SessionRecord | undefined {
-    const s = this.get(id);
+  async getOwned(userId: string, id: string): Promise<SessionRecord | undefined> {
+    const s = await this.get(id);
     return s && s.userId === userId ? s : undefined;
   }
 
   /** Recorded sessions that ended before `cutoff` and whose recording still exists. */
-  listRecordingsEndedBefore(cutoff: number): SessionRecord[] {
+  async listRecordingsEndedBefore(cutoff: number): Promise<SessionRecord[]> {
     return (
-      this.sql("SELECT * FROM sessions WHERE record = 1 AND ended_at < ? AND (recording_status IS NULL OR recording_status != 'deleted')").all(
+      await this.q.all<Row>("SELECT * FROM sessions WHERE record = 1 AND ended_at < ? AND (recording_status IS NULL OR recording_status != 'deleted')", [
         cutoff,
-      ) as Row[]
+      ])
     ).map(toSession);
+  }
+
+  /** Recorded sessions waiting for finalize, oldest first: the finalize jobs that must exist. */
+  async listWaitingForFinalize(limit: number): Promise<{ id: string; userId: string }[]> {
+    const rows = await this.q.all<{ id: string; user_id: string }>("SELECT id, user_id FROM sessions WHERE recording_status = 'waiting' ORDER BY seq LIMIT ?", [
+      limit,
+    ]);
+    return rows.map((r) => ({ id: r.id, userId: r.user_id }));
   }
 
   /**
    * Recorded sessions that ended without their recording being handed to finalize (a crash, or
    * a full disk at their end): at start, these get finalized.
    */
-  /** Recorded sessions waiting for finalize, oldest first: the finalize jobs that must exist. */
-  listWaitingForFinalize(limit: number): { id: string; userId: string }[] {
-    return this.sql("SELECT id, user_id AS userId FROM sessions WHERE recording_status = 'waiting' ORDER BY seq LIMIT ?").all(limit) as {
-      id: string;
-      userId: string;
-    }[];
-  }
-
-  listUnfinalizedRecordings(): SessionRecord[] {
-    return (this.sql("SELECT * FROM sessions WHERE record = 1 AND ended_at IS NOT NULL AND recording_status IS NULL").all() as Row[]).map(toSession);
+  async listUnfinalizedRecordings(): Promise<SessionRecord[]> {
+    return (await this.q.all<Row>("SELECT * FROM sessions WHERE record = 1 AND ended_at IS NOT NULL AND recording_status IS NULL")).map(toSession);
   }
 
   /** Sessions still open (ended_at unset): after a crash, these are the ones to close. */
-  listOpen(): SessionRecord[] {
-    return (this.sql("SELECT * FROM sessions WHERE ended_at IS NULL").all() as Row[]).map(toSession);
+  async listOpen(): Promise<SessionRecord[]> {
+    return (await this.q.all<Row>("SELECT * FROM sessions WHERE ended_at IS NULL")).map(toSession);
   }
 
-  list(userId: string, page: PageRequest): Page<SessionRecord> {
-    return selectPage(this.sql, "sessions", ["user_id = ?"], [userId], page, toSession);
+  /** Open sessions run by none of `aliveNodes` (nor by a node of no id, which only one-node runs leave). */
+  async listOpenOrphans(aliveNodes: string[]): Promise<SessionRecord[]> {
+    const alive = aliveNodes.length ? `AND node_id NOT IN (${aliveNodes.map(() => "?").join(", ")})` : "";
+    return (await this.q.all<Row>(`SELECT * FROM sessions WHERE ended_at IS NULL AND node_id IS NOT NULL ${alive}`, aliveNodes)).map(toSession);
   }
 
-  listForParent(parentId: string, opts: { recordedOnly: boolean }, page: PageRequest): Page<SessionRecord> {
+  /** The stream's open sessions. */
+  async listOpenForParent(parentId: string): Promise<SessionRecord[]> {
+    return (await this.q.all<Row>("SELECT * FROM sessions WHERE parent_id = ? AND ended_at IS NULL", [parentId])).map(toSession);
+  }
+
+  async list(userId: string, page: PageRequest): Promise<Page<SessionRecord>> {
+    return selectPage(this.q, "sessions", ["user_id = ?"], [userId], page, toSession);
+  }
+
+  async listForParent(parentId: string, opts: { recordedOnly: boolean }, page: PageRequest): Promise<Page<SessionRecord>> {
     const where = ["parent_id = ?"];
     if (opts.recordedOnly) where.push("record = 1");
-    return selectPage(this.sql, "sessions", where, [parentId], page, toSession);
+    return selectPage(this.q, "sessions", where, [parentId], page, toSession);
   }
 }

@@ -1,4 +1,4 @@
-import { statementCache, type Db } from "../connection";
+import type { Sql } from "../sql";
 import type { TargetRef } from "../types";
 
 interface Row {
@@ -9,37 +9,36 @@ interface Row {
 
 /** A stream's multistream references (DESIGN.md: `multistream.targets[]`). */
 export class StreamTargetsRepository {
-  private readonly sql: ReturnType<typeof statementCache>;
+  constructor(private readonly q: Sql) {}
 
-  constructor(private readonly db: Db) {
-    this.sql = statementCache(db);
-  }
-
-  listForStream(streamId: string): TargetRef[] {
-    const rows = this
-      .sql("SELECT target_id, profile, video_only FROM stream_targets WHERE stream_id = ? ORDER BY position")
-      .all(streamId) as Row[];
+  async listForStream(streamId: string): Promise<TargetRef[]> {
+    const rows = await this.q.all<Row>("SELECT target_id, profile, video_only FROM stream_targets WHERE stream_id = ? ORDER BY position", [streamId]);
     return rows.map((r) => ({ id: r.target_id, profile: r.profile, videoOnly: r.video_only === 1 }));
   }
 
   /** Replaces the whole list, as `multistream` on create and PATCH describes it whole. */
-  replaceForStream(streamId: string, refs: TargetRef[]): void {
-    this.db.transaction(() => {
-      this.sql("DELETE FROM stream_targets WHERE stream_id = ?").run(streamId);
-      const insert = this.sql(
-        "INSERT INTO stream_targets (stream_id, position, target_id, profile, video_only) VALUES (?, ?, ?, ?, ?)",
-      );
-      refs.forEach((r, i) => insert.run(streamId, i, r.id, r.profile, r.videoOnly ? 1 : 0));
-    })();
+  async replaceForStream(streamId: string, refs: TargetRef[]): Promise<void> {
+    await this.q.transaction(async (q) => {
+      await q.run("DELETE FROM stream_targets WHERE stream_id = ?", [streamId]);
+      for (const [i, r] of refs.entries())
+        await q.run("INSERT INTO stream_targets (stream_id, position, target_id, profile, video_only) VALUES (?, ?, ?, ?, ?)", [
+          streamId,
+          i,
+          r.id,
+          r.profile,
+          r.videoOnly ? 1 : 0,
+        ]);
+    });
   }
 
   /** Parent streams (not deleted) that reference the target: what blocks its deletion. */
-  streamsReferencing(targetId: string): { id: string; name: string }[] {
-    return this
-      .sql(
-        `SELECT DISTINCT s.id, s.name FROM stream_targets st JOIN streams s ON s.id = st.stream_id
-         WHERE st.target_id = ? AND s.deleted_at IS NULL ORDER BY s.seq`,
-      )
-      .all(targetId) as { id: string; name: string }[];
+  async streamsReferencing(targetId: string): Promise<{ id: string; name: string }[]> {
+    // DISTINCT with ORDER BY: PostgreSQL wants the sort key selected.
+    const rows = await this.q.all<{ id: string; name: string; seq: number }>(
+      `SELECT DISTINCT s.id, s.name, s.seq FROM stream_targets st JOIN streams s ON s.id = st.stream_id
+       WHERE st.target_id = ? AND s.deleted_at IS NULL ORDER BY s.seq`,
+      [targetId],
+    );
+    return rows.map((r) => ({ id: r.id, name: r.name }));
   }
 }

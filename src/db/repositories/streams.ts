@@ -1,4 +1,4 @@
-import { statementCache, type Db } from "../connection";
+import type { Sql } from "../sql";
 import { countersOf, type CounterColumns } from "./counters";
 import { newId, newPlaybackId, newStreamKey, secretsEqual, sha256Hex } from "../ids";
 import type { Profile } from "../../shapes";
@@ -79,22 +79,16 @@ export interface StreamFilters {
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => "\\" + c);
 
 export class StreamsRepository {
-  private readonly sql: ReturnType<typeof statementCache>;
+  constructor(private readonly q: Sql) {}
 
-  constructor(private readonly db: Db) {
-    this.sql = statementCache(db);
-  }
-
-  create(s: NewStream): StreamRecord {
+  async create(s: NewStream): Promise<StreamRecord> {
     const id = newId();
     const streamKey = newStreamKey();
     const playbackId = newPlaybackId();
-    this
-      .sql(
-        `INSERT INTO streams (id, user_id, name, stream_key, stream_key_hash, playback_id, playback_id_hash, created_at, record, profiles, playback_policy, reconnect_window)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(
+    await this.q.run(
+      `INSERT INTO streams (id, user_id, name, stream_key, stream_key_hash, playback_id, playback_id_hash, created_at, record, profiles, playback_policy, reconnect_window)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      [
         id,
         s.userId,
         s.name,
@@ -107,41 +101,48 @@ export class StreamsRepository {
         JSON.stringify(s.profiles),
         s.playbackPolicy ? JSON.stringify(s.playbackPolicy) : null,
         s.reconnectWindow ?? null,
-      );
-    return this.get(id)!;
+      ],
+    );
+    return (await this.get(id))!;
   }
 
   /** A stream that has not been deleted, parent or child. */
-  get(id: string): StreamRecord | undefined {
-    const row = this.sql("SELECT * FROM streams WHERE id = ? AND deleted_at IS NULL").get(id) as
-      | Row
-      | undefined;
+  async get(id: string): Promise<StreamRecord | undefined> {
+    const row = await this.q.get<Row>("SELECT * FROM streams WHERE id = ? AND deleted_at IS NULL", [id]);
     return row && toStreamRecord(row);
   }
 
   /** The caller's stream, or undefined for a missing one and for another user's alike. */
-  getOwned(userId: string, id: string): StreamRecord | undefined {
-    const s = this.get(id);
+  async getOwned(userId: string, id: string): Promise<StreamRecord | undefined> {
+    const s = await this.get(id);
     return s && s.userId === userId ? s : undefined;
   }
 
   /** Found by hash and compared in constant time (migration 003). */
-  getByPlaybackId(playbackId: string): StreamRecord | undefined {
-    const row = this
-      .sql("SELECT * FROM streams WHERE playback_id_hash = ? AND deleted_at IS NULL AND parent_id IS NULL")
-      .get(sha256Hex(playbackId)) as Row | undefined;
+  async getByPlaybackId(playbackId: string): Promise<StreamRecord | undefined> {
+    const row = await this.q.get<Row>("SELECT * FROM streams WHERE playback_id_hash = ? AND deleted_at IS NULL AND parent_id IS NULL", [
+      sha256Hex(playbackId),
+    ]);
     return row?.playback_id && secretsEqual(row.playback_id, playbackId) ? toStreamRecord(row) : undefined;
   }
 
   /** Found by hash and compared in constant time (migration 003). */
-  getByStreamKey(streamKey: string): StreamRecord | undefined {
-    const row = this
-      .sql("SELECT * FROM streams WHERE stream_key_hash = ? AND deleted_at IS NULL AND parent_id IS NULL")
-      .get(sha256Hex(streamKey)) as Row | undefined;
+  async getByStreamKey(streamKey: string): Promise<StreamRecord | undefined> {
+    const row = await this.q.get<Row>("SELECT * FROM streams WHERE stream_key_hash = ? AND deleted_at IS NULL AND parent_id IS NULL", [
+      sha256Hex(streamKey),
+    ]);
     return row?.stream_key && secretsEqual(row.stream_key, streamKey) ? toStreamRecord(row) : undefined;
   }
 
-  list(userId: string, opts: { streamsOnly: boolean; filters: StreamFilters }, page: PageRequest): Page<StreamRecord> {
+  /**
+   * Every parent stream a publish may name (not deleted, with a key): what the ingest's
+   * in-memory key index loads.
+   */
+  async listPublishable(): Promise<StreamRecord[]> {
+    return (await this.q.all<Row>("SELECT * FROM streams WHERE parent_id IS NULL AND deleted_at IS NULL AND stream_key IS NOT NULL")).map(toStreamRecord);
+  }
+
+  async list(userId: string, opts: { streamsOnly: boolean; filters: StreamFilters }, page: PageRequest): Promise<Page<StreamRecord>> {
     const where = ["user_id = ?", "deleted_at IS NULL"];
     const params: unknown[] = [userId];
     const f = opts.filters;
@@ -158,22 +159,23 @@ export class StreamsRepository {
       }
     }
     if (f.name !== undefined) {
-      where.push("name LIKE ? ESCAPE '\\'");
+      // lower() on both sides: SQLite's LIKE ignores ASCII case, PostgreSQL's does not.
+      where.push("lower(name) LIKE lower(?) ESCAPE '\\'");
       params.push(`%${escapeLike(f.name)}%`);
     }
     if (f.parentId !== undefined) {
       where.push("parent_id = ?");
       params.push(f.parentId);
     }
-    return selectPage(this.sql, "streams", where, params, page, toStreamRecord);
+    return selectPage(this.q, "streams", where, params, page, toStreamRecord);
   }
 
   /** How many parent streams the user has, deleted ones aside (the per-user cap). */
-  countOwned(userId: string): number {
-    return (this.sql("SELECT COUNT(*) AS n FROM streams WHERE user_id = ? AND parent_id IS NULL AND deleted_at IS NULL").get(userId) as { n: number }).n;
+  async countOwned(userId: string): Promise<number> {
+    return (await this.q.get<{ n: number }>("SELECT COUNT(*) AS n FROM streams WHERE user_id = ? AND parent_id IS NULL AND deleted_at IS NULL", [userId]))!.n;
   }
 
-  update(id: string, c: StreamChanges): void {
+  async update(id: string, c: StreamChanges): Promise<void> {
     const sets: string[] = [];
     const params: unknown[] = [];
     if (c.name !== undefined) sets.push("name = ?"), params.push(c.name);
@@ -186,7 +188,7 @@ export class StreamsRepository {
       params.push(c.playbackPolicy ? JSON.stringify(c.playbackPolicy) : null);
     }
     if (sets.length === 0) return;
-    this.sql(`UPDATE streams SET ${sets.join(", ")} WHERE id = ?`).run(...params, id);
+    await this.q.run(`UPDATE streams SET ${sets.join(", ")} WHERE id = ?`, [...params, id]);
   }
 
   /**
@@ -194,26 +196,31 @@ export class StreamsRepository {
    * recordings that refer to them, but nothing reads them as streams again). The stream key
    * stays reserved, so a deleted stream's key can never be reused by a publisher.
    */
-  softDelete(id: string, at = Date.now()): void {
-    this.db.transaction(() => {
-      this.sql("UPDATE streams SET deleted_at = ? WHERE (id = ? OR parent_id = ?) AND deleted_at IS NULL").run(at, id, id);
-      this.sql("DELETE FROM stream_targets WHERE stream_id = ?").run(id);
-    })();
+  async softDelete(id: string, at = Date.now()): Promise<void> {
+    await this.q.transaction(async (q) => {
+      await q.run("UPDATE streams SET deleted_at = ? WHERE (id = ? OR parent_id = ?) AND deleted_at IS NULL", [at, id, id]);
+      await q.run("DELETE FROM stream_targets WHERE stream_id = ?", [id]);
+    });
   }
 
   /**
    * isActive of a parent and its child stream object together (spec 3.1). Only the session
    * manager calls this: it alone knows when the playback URL works.
    */
-  setActive(ids: string[], active: boolean, at = Date.now()): void {
-    const stmt = this.sql("UPDATE streams SET is_active = ?, last_seen = MAX(last_seen, ?) WHERE id = ?");
-    this.db.transaction(() => {
-      for (const id of ids) stmt.run(active ? 1 : 0, at, id);
-    })();
+  async setActive(ids: string[], active: boolean, at = Date.now()): Promise<void> {
+    await this.q.transaction(async (q) => {
+      for (const id of ids)
+        await q.run("UPDATE streams SET is_active = ?, last_seen = CASE WHEN last_seen > ? THEN last_seen ELSE ? END WHERE id = ?", [
+          active ? 1 : 0,
+          at,
+          at,
+          id,
+        ]);
+    });
   }
 
   /** Streams marked active: after a crash, these are the ones to set idle. */
-  listActive(): StreamRecord[] {
-    return (this.sql("SELECT * FROM streams WHERE is_active = 1").all() as Row[]).map(toStreamRecord);
+  async listActive(): Promise<StreamRecord[]> {
+    return (await this.q.all<Row>("SELECT * FROM streams WHERE is_active = 1")).map(toStreamRecord);
   }
 }

@@ -1,4 +1,4 @@
-import { statementCache, type Db } from "../connection";
+import type { Sql } from "../sql";
 import { newId } from "../ids";
 
 export interface UserRecord {
@@ -16,32 +16,26 @@ interface Row {
 const toUser = (r: Row): UserRecord => ({ id: r.id, name: r.name, createdAt: r.created_at });
 
 export class UsersRepository {
-  private readonly sql: ReturnType<typeof statementCache>;
+  constructor(private readonly q: Sql) {}
 
-  constructor(private readonly db: Db) {
-    this.sql = statementCache(db);
-  }
-
-  get(id: string): UserRecord | undefined {
-    const row = this.sql("SELECT * FROM users WHERE id = ?").get(id) as Row | undefined;
+  async get(id: string): Promise<UserRecord | undefined> {
+    const row = await this.q.get<Row>("SELECT * FROM users WHERE id = ?", [id]);
     return row && toUser(row);
   }
 
-  findByName(name: string): UserRecord | undefined {
-    const row = this.sql("SELECT * FROM users WHERE name = ?").get(name) as Row | undefined;
+  async findByName(name: string): Promise<UserRecord | undefined> {
+    const row = await this.q.get<Row>("SELECT * FROM users WHERE name = ?", [name]);
     return row && toUser(row);
   }
 
   /** The named user, created on first use (the CLI's `keys create <user>`). */
-  getOrCreate(name: string): UserRecord {
+  async getOrCreate(name: string): Promise<UserRecord> {
     const user: UserRecord = { id: newId(), name, createdAt: Date.now() };
-    this
-      .sql("INSERT INTO users (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT(name) DO NOTHING")
-      .run(user.id, user.name, user.createdAt);
-    return this.findByName(name)!;
+    await this.q.run("INSERT INTO users (id, name, created_at) VALUES (?, ?, ?) ON CONFLICT(name) DO NOTHING", [user.id, user.name, user.createdAt]);
+    return (await this.findByName(name))!;
   }
 
-  count(): number {
-    return (this.sql("SELECT COUNT(*) AS n FROM users").get() as { n: number }).n;
+  async count(): Promise<number> {
+    return (await this.q.get<{ n: number }>("SELECT COUNT(*) AS n FROM users"))!.n;
   }
 }

@@ -1,4 +1,4 @@
-import { statementCache, type Db } from "../connection";
+import type { Sql } from "../sql";
 import { newId } from "../ids";
 import type { Page, WebhookFailure } from "../types";
 import { selectPage, type PageRequest } from "./page";
@@ -71,70 +71,65 @@ const toLog = (r: Row): WebhookLogRecord => ({
 export type NewWebhookLog = Omit<WebhookLogRecord, "seq" | "id">;
 
 export class WebhookLogRepository {
-  private readonly sql: ReturnType<typeof statementCache>;
-
-  constructor(db: Db) {
-    this.sql = statementCache(db);
-  }
+  constructor(private readonly q: Sql) {}
 
   /**
    * Logs an attempt and updates the webhook's `status` (lastTriggeredAt on every attempt,
    * lastFailure on a failed one), as the webhook object reports them.
    */
-  add(l: NewWebhookLog): WebhookLogRecord {
-    const row = this
-      .sql(
+  async add(l: NewWebhookLog): Promise<WebhookLogRecord> {
+    return this.q.transaction(async (q) => {
+      const row = await q.get<Row>(
         `INSERT INTO webhook_log (id, webhook_id, delivery_id, event_id, event, attempt, created_at, duration_ms, success,
            url, request_headers, request_body, status_code, status_text, response_body, error)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *`,
-      )
-      .get(
-        newId(),
-        l.webhookId,
-        l.deliveryId,
-        l.eventId,
-        l.event,
-        l.attempt,
-        l.createdAt,
-        l.durationMs,
-        l.success ? 1 : 0,
-        l.url,
-        JSON.stringify(l.requestHeaders),
-        l.requestBody,
-        l.statusCode,
-        l.statusText,
-        l.responseBody,
-        l.error,
-      ) as Row;
-    if (l.success) {
-      this.sql("UPDATE webhooks SET last_triggered_at = ? WHERE id = ?").run(l.createdAt, l.webhookId);
-    } else {
-      const failure: WebhookFailure = {
-        timestamp: l.createdAt,
-        error: l.error ?? `${l.statusCode ?? ""} ${l.statusText ?? ""}`.trim(),
-        ...(l.statusCode !== null ? { statusCode: l.statusCode } : {}),
-        ...(l.responseBody ? { response: l.responseBody } : {}),
-      };
-      this
-        .sql("UPDATE webhooks SET last_triggered_at = ?, last_failure = ? WHERE id = ?")
-        .run(l.createdAt, JSON.stringify(failure), l.webhookId);
-    }
-    return toLog(row);
+        [
+          newId(),
+          l.webhookId,
+          l.deliveryId,
+          l.eventId,
+          l.event,
+          l.attempt,
+          l.createdAt,
+          l.durationMs,
+          l.success ? 1 : 0,
+          l.url,
+          JSON.stringify(l.requestHeaders),
+          l.requestBody,
+          l.statusCode,
+          l.statusText,
+          l.responseBody,
+          l.error,
+        ],
+      );
+      if (l.success) {
+        await q.run("UPDATE webhooks SET last_triggered_at = ? WHERE id = ?", [l.createdAt, l.webhookId]);
+      } else {
+        const failure: WebhookFailure = {
+          timestamp: l.createdAt,
+          error: l.error ?? `${l.statusCode ?? ""} ${l.statusText ?? ""}`.trim(),
+          ...(l.statusCode !== null ? { statusCode: l.statusCode } : {}),
+          ...(l.responseBody ? { response: l.responseBody } : {}),
+        };
+        await q.run("UPDATE webhooks SET last_triggered_at = ?, last_failure = ? WHERE id = ?", [l.createdAt, JSON.stringify(failure), l.webhookId]);
+      }
+      return toLog(row!);
+    });
   }
 
   /** A webhook's attempts, newest first. */
-  list(webhookId: string, page: PageRequest): Page<WebhookLogRecord> {
-    return selectPage(this.sql, "webhook_log", ["webhook_id = ?"], [webhookId], page, toLog);
+  async list(webhookId: string, page: PageRequest): Promise<Page<WebhookLogRecord>> {
+    return selectPage(this.q, "webhook_log", ["webhook_id = ?"], [webhookId], page, toLog);
   }
 
-  get(webhookId: string, id: string): WebhookLogRecord | undefined {
-    const row = this.sql("SELECT * FROM webhook_log WHERE id = ? AND webhook_id = ?").get(id, webhookId) as Row | undefined;
+  async get(webhookId: string, id: string): Promise<WebhookLogRecord | undefined> {
+    const row = await this.q.get<Row>("SELECT * FROM webhook_log WHERE id = ? AND webhook_id = ?", [id, webhookId]);
     return row && toLog(row);
   }
 
   /** The first attempt of a delivery, once made: what a resend reports. */
-  firstForDelivery(deliveryId: string): WebhookLogRecord | undefined {
-    const row = this.sql("SELECT * FROM webhook_log WHERE delivery_id = ? ORDER BY seq LIMIT 1").get(deliveryId) as Row | undefined;
+  async firstForDelivery(deliveryId: string): Promise<WebhookLogRecord | undefined> {
+    const row = await this.q.get<Row>("SELECT * FROM webhook_log WHERE delivery_id = ? ORDER BY seq LIMIT 1", [deliveryId]);
     return row && toLog(row);
   }
 }

@@ -1,4 +1,4 @@
-import { statementCache, type Db } from "../connection";
+import type { Sql } from "../sql";
 import { newId, orderedNow } from "../ids";
 import type { Page, WebhookFailure, WebhookRecord } from "../types";
 import { selectPage, type PageRequest } from "./page";
@@ -40,61 +40,60 @@ export interface WebhookFields {
 }
 
 export class WebhooksRepository {
-  private readonly sql: ReturnType<typeof statementCache>;
+  constructor(private readonly q: Sql) {}
 
-  constructor(private readonly db: Db) {
-    this.sql = statementCache(db);
-  }
-
-  create(userId: string, f: WebhookFields): WebhookRecord {
+  async create(userId: string, f: WebhookFields): Promise<WebhookRecord> {
     const id = newId();
-    this
-      .sql(
-        `INSERT INTO webhooks (id, user_id, name, url, events, shared_secret, stream_id, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-      )
-      .run(id, userId, f.name, f.url, JSON.stringify(f.events), f.sharedSecret, f.streamId, orderedNow());
-    return this.get(id)!;
+    await this.q.run(
+      `INSERT INTO webhooks (id, user_id, name, url, events, shared_secret, stream_id, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      [id, userId, f.name, f.url, JSON.stringify(f.events), f.sharedSecret, f.streamId, orderedNow()],
+    );
+    return (await this.get(id))!;
   }
 
-  get(id: string): WebhookRecord | undefined {
-    const row = this.sql("SELECT * FROM webhooks WHERE id = ?").get(id) as Row | undefined;
+  async get(id: string): Promise<WebhookRecord | undefined> {
+    const row = await this.q.get<Row>("SELECT * FROM webhooks WHERE id = ?", [id]);
     return row && toWebhook(row);
   }
 
-  getOwned(userId: string, id: string): WebhookRecord | undefined {
-    const w = this.get(id);
+  async getOwned(userId: string, id: string): Promise<WebhookRecord | undefined> {
+    const w = await this.get(id);
     return w && w.userId === userId ? w : undefined;
   }
 
-  list(userId: string, page: PageRequest): Page<WebhookRecord> {
-    return selectPage(this.sql, "webhooks", ["user_id = ?"], [userId], page, toWebhook);
+  async list(userId: string, page: PageRequest): Promise<Page<WebhookRecord>> {
+    return selectPage(this.q, "webhooks", ["user_id = ?"], [userId], page, toWebhook);
   }
 
   /** PUT: the webhook is described whole again. */
-  replace(id: string, f: WebhookFields): void {
-    this
-      .sql("UPDATE webhooks SET name = ?, url = ?, events = ?, shared_secret = ?, stream_id = ? WHERE id = ?")
-      .run(f.name, f.url, JSON.stringify(f.events), f.sharedSecret, f.streamId, id);
+  async replace(id: string, f: WebhookFields): Promise<void> {
+    await this.q.run("UPDATE webhooks SET name = ?, url = ?, events = ?, shared_secret = ?, stream_id = ? WHERE id = ?", [
+      f.name,
+      f.url,
+      JSON.stringify(f.events),
+      f.sharedSecret,
+      f.streamId,
+      id,
+    ]);
   }
 
   /** How many the user has (the per-user cap). */
-  countOwned(userId: string): number {
-    return (this.sql("SELECT COUNT(*) AS n FROM webhooks WHERE user_id = ?").get(userId) as { n: number }).n;
+  async countOwned(userId: string): Promise<number> {
+    return (await this.q.get<{ n: number }>("SELECT COUNT(*) AS n FROM webhooks WHERE user_id = ?", [userId]))!.n;
   }
 
-  delete(id: string): void {
-    this.sql("DELETE FROM webhooks WHERE id = ?").run(id);
+  async delete(id: string): Promise<void> {
+    await this.q.run("DELETE FROM webhooks WHERE id = ?", [id]);
   }
 
-  /** Spec 6.2-6.3: the owner's webhooks registered for the event, for any or that stream. */
   /** Whether the user has any webhook at all: what decides if an event is worth recording. */
-  anyForUser(userId: string): boolean {
-    return this.sql("SELECT 1 FROM webhooks WHERE user_id = ? LIMIT 1").get(userId) !== undefined;
+  async anyForUser(userId: string): Promise<boolean> {
+    return (await this.q.get("SELECT 1 FROM webhooks WHERE user_id = ? LIMIT 1", [userId])) !== undefined;
   }
 
   /** The user's webhooks after seq `afterSeq`, in seq order: a fan-out's next batch. */
-  pageForUser(userId: string, afterSeq: number, limit: number): WebhookRecord[] {
-    return (this.sql("SELECT * FROM webhooks WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?").all(userId, afterSeq, limit) as Row[]).map(toWebhook);
+  async pageForUser(userId: string, afterSeq: number, limit: number): Promise<WebhookRecord[]> {
+    return (await this.q.all<Row>("SELECT * FROM webhooks WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?", [userId, afterSeq, limit])).map(toWebhook);
   }
 }

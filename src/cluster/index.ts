@@ -1,0 +1,3 @@
+export { ClusterNode, type ClusterNodeOptions } from "./node";
+export { NOTICE_CHANNEL, NoticeListener, parseNotice, sendNotice } from "./notices";
+export { remoteLiveNode } from "./remote";

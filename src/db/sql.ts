@@ -1,0 +1,196 @@
+import Database from "better-sqlite3";
+import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect } from "kysely";
+import pg from "pg";
+
+// One way to run SQL on either engine. Repositories write plain SQL with `?` placeholders in the
+// subset both SQLite and PostgreSQL speak (epoch-ms integers, 0/1 flags, JSON as text,
+// ON CONFLICT, RETURNING); Kysely's dialects run it: the pool, the single SQLite connection and
+// its queue, the parameter passing. A transaction holds one connection from BEGIN to COMMIT.
+
+export type Dialect = "sqlite" | "postgres";
+
+export type Params = readonly unknown[];
+
+/** A handle to run statements on: the database, or one open transaction. */
+export interface Sql {
+  readonly dialect: Dialect;
+  /** The first row, or undefined. */
+  get<R>(text: string, params?: Params): Promise<R | undefined>;
+  all<R>(text: string, params?: Params): Promise<R[]>;
+  /** Runs a statement; resolves to the number of rows it changed. */
+  run(text: string, params?: Params): Promise<number>;
+  /**
+   * Runs `work` in a transaction (SQLite: BEGIN IMMEDIATE, so writers queue for the lock
+   * instead of failing to upgrade). Inside one already, joins it.
+   */
+  transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T>;
+  /** Runs `fn` once the current transaction has committed (at once outside one); dropped on rollback. */
+  afterCommit(fn: () => void): void;
+  /** The database handle this one belongs to (itself outside a transaction): a stable identity. */
+  readonly root: Sql;
+}
+
+/** The open database: statements, and what the engine-specific edges need. */
+export interface SqlDatabase extends Sql {
+  /** The raw SQLite connection (the checkpointer, the health probe): SQLite only. */
+  readonly sqlite?: Database.Database;
+  /** False once closed: writes retried later give up. */
+  readonly isOpen: boolean;
+  close(): Promise<void>;
+}
+
+/**
+ * Serializes transactions that work on the same `key` until they end: checks and writes that
+ * must not interleave (a per-user cap, a webhook lane). SQLite runs one writer at a time
+ * already; PostgreSQL takes a transaction-scoped advisory lock.
+ */
+export async function lockKey(q: Sql, key: string): Promise<void> {
+  if (q.dialect === "postgres") await q.run("SELECT pg_advisory_xact_lock(hashtext(?))", [key]);
+}
+
+/** `?` → `$1, $2…` for PostgreSQL, outside quoted strings. */
+export function numberPlaceholders(text: string): string {
+  let n = 0;
+  let out = "";
+  let quote: string | null = null;
+  for (const ch of text) {
+    if (quote) {
+      if (ch === quote) quote = null;
+    } else if (ch === "'" || ch === '"') quote = ch;
+    else if (ch === "?") {
+      out += `$${++n}`;
+      continue;
+    }
+    out += ch;
+  }
+  return out;
+}
+
+/** Statement texts as PostgreSQL takes them, converted once. */
+const pgTexts = new Map<string, string>();
+
+class Handle implements Sql {
+  readonly root: Sql;
+
+  constructor(
+    readonly dialect: Dialect,
+    private readonly k: Kysely<unknown>,
+    root: Sql | null,
+    private readonly commitHooks: (() => void)[] | null,
+  ) {
+    this.root = root ?? this;
+  }
+
+  private text(t: string): string {
+    if (this.dialect === "sqlite") return t;
+    let out = pgTexts.get(t);
+    if (out === undefined) pgTexts.set(t, (out = numberPlaceholders(t)));
+    return out;
+  }
+
+  private async exec<R>(text: string, params: Params = []) {
+    return this.k.executeQuery<R>(CompiledQuery.raw(this.text(text), [...params]));
+  }
+
+  async get<R>(text: string, params?: Params): Promise<R | undefined> {
+    return (await this.exec<R>(text, params)).rows[0];
+  }
+
+  async all<R>(text: string, params?: Params): Promise<R[]> {
+    return (await this.exec<R>(text, params)).rows;
+  }
+
+  async run(text: string, params?: Params): Promise<number> {
+    const r = await this.exec(text, params);
+    return Number(r.numAffectedRows ?? 0);
+  }
+
+  async transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
+    if (this.commitHooks) return work(this);
+    const hooks: (() => void)[] = [];
+    const result = await this.k.connection().execute(async (conn) => {
+      const tx = new Handle(this.dialect, conn, this.root, hooks);
+      await conn.executeQuery(CompiledQuery.raw(this.dialect === "sqlite" ? "BEGIN IMMEDIATE" : "BEGIN"));
+      try {
+        const value = await work(tx);
+        await conn.executeQuery(CompiledQuery.raw("COMMIT"));
+        return value;
+      } catch (err) {
+        await conn.executeQuery(CompiledQuery.raw("ROLLBACK")).catch(() => undefined);
+        throw err;
+      }
+    });
+    for (const fn of hooks) fn();
+    return result;
+  }
+
+  afterCommit(fn: () => void): void {
+    if (this.commitHooks) this.commitHooks.push(fn);
+    else fn();
+  }
+}
+
+class Root extends Handle implements SqlDatabase {
+  isOpen = true;
+
+  constructor(
+    dialect: Dialect,
+    private readonly kysely: Kysely<unknown>,
+    readonly sqlite?: Database.Database,
+  ) {
+    super(dialect, kysely, null, null);
+  }
+
+  async close(): Promise<void> {
+    if (!this.isOpen) return;
+    this.isOpen = false;
+    await this.kysely.destroy();
+    // Kysely opens its driver at the first query: a store closed before one never handed it the connection.
+    if (this.sqlite?.open) this.sqlite.close();
+  }
+}
+
+/**
+ * better-sqlite3 compiles a statement per prepare; Kysely prepares per query. The repositories
+ * run the same few statements all the time, so keep each compiled once.
+ */
+function cachingPrepare(db: Database.Database): Database.Database {
+  const cache = new Map<string, Database.Statement>();
+  const prepare = db.prepare.bind(db);
+  return new Proxy(db, {
+    get(target, prop, receiver) {
+      if (prop === "prepare")
+        return (text: string) => {
+          let stmt = cache.get(text);
+          if (!stmt) cache.set(text, (stmt = prepare(text)));
+          return stmt;
+        };
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === "function" ? value.bind(target) : value;
+    },
+  });
+}
+
+export function sqliteDatabase(db: Database.Database): SqlDatabase {
+  return new Root("sqlite", new Kysely({ dialect: new SqliteDialect({ database: cachingPrepare(db) }) }), db);
+}
+
+/**
+ * PostgreSQL returns int8 and numeric as strings (they may not fit a double); onair's are
+ * epoch milliseconds, byte counts and sums of them, which do.
+ */
+const pgTypes = {
+  getTypeParser(oid: number, format?: "text" | "binary") {
+    if (oid === 20 || oid === 1700) return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format);
+  },
+};
+
+export function postgresDatabase(url: string, opts: { max?: number } = {}): SqlDatabase {
+  const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10, types: pgTypes as pg.CustomTypesConfig });
+  // An idle client's error (the server restarted) must not crash the process: the pool drops it.
+  pool.on("error", () => undefined);
+  return new Root("postgres", new Kysely({ dialect: new PostgresDialect({ pool }) }));
+}
+
+export { pgTypes };
