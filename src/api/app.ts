@@ -2,7 +2,7 @@ import express, { type NextFunction, type Request, type Response } from "express
 import { DEFAULT_LIMITS } from "../config";
 import { routeLabel, type HttpMetrics } from "../metrics";
 import type { ApiDeps } from "./deps";
-import { ApiError, storageError } from "./errors";
+import { ApiError, dataError, storageError } from "./errors";
 import { buildOpenApi, renderDocsPage, type OpenApiDoc } from "./openapi";
 import { ApiRateLimiter } from "./rateLimit";
 import { allowedMethods, mountRoutes, type Route } from "./route";
@@ -115,7 +115,7 @@ export function createApp(deps: ApiDeps, more: express.Router[] = [], metrics?: 
   });
   app.use((err: unknown, req: Request, res: Response, next: NextFunction) => {
     if (res.headersSent) return next(err);
-    const known = err instanceof ApiError ? err : (bodyParserError(err) ?? storageError(err));
+    const known = err instanceof ApiError ? err : (bodyParserError(err) ?? storageError(err) ?? dataError(err));
     if (known) {
       res.status(known.status).set(known.headers).json({ errors: known.errors });
       return;

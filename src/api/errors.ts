@@ -46,6 +46,16 @@ export function malformedPathError(err: unknown): ApiError | undefined {
   return undefined;
 }
 
+/**
+ * A value the database refused as data (PostgreSQL's SQLSTATE class 22: a NUL in text, a number
+ * out of range): the request's fault, a 400, never a 500.
+ */
+export function dataError(err: unknown): ApiError | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== "string" || !/^22[0-9A-Z]{3}$/.test(code)) return undefined;
+  return new ApiError(400, [`invalid input: ${(err as Error).message}`]);
+}
+
 /** A write the database could not make for want of storage: a 503 the client may retry. */
 export function storageError(err: unknown): ApiError | undefined {
   if (!isStorageError(err)) return undefined;

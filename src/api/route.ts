@@ -52,8 +52,32 @@ export function route<B extends z.ZodType | undefined = undefined, Q extends z.Z
   return spec;
 }
 
+/**
+ * Where in `value` a string holds a NUL character, if anywhere (pure). PostgreSQL's text cannot
+ * store one, so it is refused on both engines alike, with the field named.
+ */
+export function nulAt(value: unknown): string | undefined {
+  // Iterative: a body may nest thousands deep, and its schema refuses it after this looks.
+  const stack: [unknown, string][] = [[value, ""]];
+  while (stack.length > 0) {
+    const [v, at] = stack.pop()!;
+    if (typeof v === "string") {
+      if (v.includes("\u0000")) return at || "value";
+    } else if (v && typeof v === "object") {
+      for (const [k, child] of Object.entries(v)) {
+        const path = at ? `${at}.${k}` : k;
+        if (k.includes("\u0000")) return at || "value";
+        stack.push([child, path]);
+      }
+    }
+  }
+  return undefined;
+}
+
 function parseWith(schema: z.ZodType | undefined, value: unknown, where: string): unknown {
   if (!schema) return undefined;
+  const nul = nulAt(value);
+  if (nul) throw new ApiError(422, [`${where === "body" ? "" : `${where}.`}${nul}: must not contain NUL characters`]);
   const result = schema.safeParse(value);
   if (!result.success) throw new ApiError(422, describeIssues(where, result.error));
   return result.data;
@@ -64,6 +88,10 @@ export function mountRoutes(router: Router, routes: Route[], authenticate: (req:
   for (const r of routes) {
     router[r.method](r.path, async (req: Request, res: Response) => {
       const userId = r.auth === false ? "" : await authenticate(req);
+      // No object's id holds a NUL (nor can PostgreSQL look one up): nothing there, as for any unknown id.
+      if (Object.values(req.params as Record<string, string>).some((v) => v.includes("\u0000"))) {
+        throw new ApiError(404, [`not found: ${req.method} /api${req.path.replace(/\u0000/g, "%00")}`]);
+      }
       const query = parseWith(r.query, req.query, "query");
       const body = parseWith(r.body, req.body ?? {}, "body");
       const result = await r.handle({ userId, body, query, params: req.params as Record<string, string>, req });

@@ -61,9 +61,11 @@ export async function startEvents(
   queue.expect(EVENT_FANOUT_QUEUE, () => expectedFanOutJobs(store, EXPECTED_JOBS_LIMIT));
   queue.expect(WEBHOOK_DELIVERY_QUEUE, () => expectedDeliveryJobs(store, EXPECTED_JOBS_LIMIT));
   if (w.concurrency > 0) {
-    // Fan-outs of one owner run in order whatever runs them; one at a time per process keeps
-    // them from competing with deliveries for the database's write lock.
-    queue.process<FanOutJob>(EVENT_FANOUT_QUEUE, fanOutHandler(store, log, () => stopping), { concurrency: 1 });
+    // Fan-outs of one owner run in order whatever runs them. On SQLite one at a time per process
+    // keeps them from competing with deliveries for the single write lock; PostgreSQL takes
+    // writes side by side, so one owner's long fan-out does not hold back another owner's.
+    const fanOuts = store.db.dialect === "postgres" ? 4 : 1;
+    queue.process<FanOutJob>(EVENT_FANOUT_QUEUE, fanOutHandler(store, log, () => stopping), { concurrency: fanOuts });
     queue.process<DeliveryJob>(WEBHOOK_DELIVERY_QUEUE, deliverer.handle, { concurrency: w.concurrency });
   }
   log.info(

@@ -1,4 +1,4 @@
-import { dropTestDatabase, openTestStore } from "../helpers/database";
+import { dropTestDatabase, openTestStore, testDatabaseEnv } from "../helpers/database";
 import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -16,7 +16,9 @@ describe("recordings across crashes and failures", () => {
   it("a server killed mid-recording finalizes what was captured after the next start", async () => {
     const dataDir = tempDir();
     const port = 21000 + Math.floor(Math.random() * 20000);
-    const env = { ...process.env, DATA_DIR: dataDir, PORT: String(port), RTMP_PORT: String(port + 1), HOST: "127.0.0.1", LOG_LEVEL: "warn", HLS_SEGMENT_SECONDS: "1" };
+    // One NODE_ID for both runs: the restart knows the killed run's session for its own and ends it at once.
+    const node = { NODE_ID: `restart-${process.pid}` };
+    const env = { ...process.env, ...(await testDatabaseEnv(dataDir)), ...node, DATA_DIR: dataDir, PORT: String(port), RTMP_PORT: String(port + 1), HOST: "127.0.0.1", LOG_LEVEL: "warn", HLS_SEGMENT_SECONDS: "1" };
     const server = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "inherit"] });
     let banner = "";
     server.stdout!.on("data", (c: Buffer) => (banner += c.toString()));
@@ -31,7 +33,7 @@ describe("recordings across crashes and failures", () => {
     await new Promise((r) => server.once("exit", r));
     await push.exited;
 
-    const again = await startTestServer({ HLS_SEGMENT_SECONDS: "1" }, { dataDir });
+    const again = await startTestServer({ HLS_SEGMENT_SECONDS: "1", ...node }, { dataDir });
     try {
       const api2 = apiClient(again.apiUrl, again.key);
       const session = await waitFor(

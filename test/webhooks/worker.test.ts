@@ -1,3 +1,4 @@
+import { testDatabaseEnv } from "../helpers/database";
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
@@ -75,7 +76,7 @@ it("delivers the events an API process raises, and stops cleanly on SIGTERM", as
   rx = await startReceiver(() => 200);
   server = await startTestServer({ ...env, WEBHOOK_CONCURRENCY: "0" });
   // The worker delivers to this test's loopback receiver, as the server would.
-  const w = startWorker({ ...env, ...LOOPBACK_DESTINATIONS, DATA_DIR: server.dataDir, LOG_LEVEL: "info" });
+  const w = startWorker({ ...env, ...LOOPBACK_DESTINATIONS, ...(await testDatabaseEnv(server.dataDir)), DATA_DIR: server.dataDir, LOG_LEVEL: "info" });
   worker = w.child;
   await w.ready;
 
