@@ -76,10 +76,11 @@ export class RecordingFinalizer {
     let closed: string[] = [];
     try {
       // Recorded on another node (or this one, before a restart): its files come from the bucket.
-      if (deps.objects) await deps.objects.fetch(session.id, dir);
       // The session's own renditions say which folders hold its recording; no file name is
       // ever read back from playlist text (which once carried user-chosen profile names).
-      const recorded = closePlaylists(dir, renditionLadder(session.profiles, 1));
+      const ladder = renditionLadder(session.profiles, 1);
+      if (deps.objects) await deps.objects.fetch(session.id, dir, ladder.map((r) => r.index));
+      const recorded = closePlaylists(dir, ladder);
       closed = recorded.map((r) => `${r.rendition.index}/index.m3u8`);
       const best = bestRendition(recorded);
       if (!best) throw new Error("the recording has no playable rendition");

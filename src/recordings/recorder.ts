@@ -153,7 +153,10 @@ export class Recorder implements LiveSessionObserver {
    * died): what was captured goes to finalize; nothing captured is a failed recording.
    */
   async handOff(tx: Tx, streamId: string, sessionId: string): Promise<void> {
-    if (await this.deps.objects.exists(sessionId, path.join(this.deps.recordingsDir, sessionId))) await this.markWaitingIn(tx, streamId, sessionId);
+    // An object store that does not answer now must not hold up a takeover or a recovery: the
+    // recording goes to finalize, which looks again (and retries) before it decides.
+    const kept = await this.deps.objects.exists(sessionId, path.join(this.deps.recordingsDir, sessionId)).catch(() => true);
+    if (kept) await this.markWaitingIn(tx, streamId, sessionId);
     else await tx.sessions.setRecordingStatus(sessionId, "failed", "the server stopped before anything was recorded");
   }
 

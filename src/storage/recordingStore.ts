@@ -20,8 +20,11 @@ export interface RecordingStore {
   saved(sessionId: string, files: string[]): Promise<void>;
   /** As `saved`, but rejects when a file could not be stored (finalize: not ready until the bucket has it). */
   put(sessionId: string, files: string[]): Promise<void>;
-  /** Fills the session's local folder from the store when this node lacks it; false: there is no such recording. */
-  fetch(sessionId: string, localDir: string): Promise<boolean>;
+  /**
+   * Fills the session's local folder from the store with what this node lacks: each rendition's
+   * playlist (`renditions`: their indexes) and the files it names, and the master.
+   */
+  fetch(sessionId: string, localDir: string, renditions: number[]): Promise<void>;
   /** Whether the store holds anything of the session. */
   exists(sessionId: string, localDir: string): Promise<boolean>;
   /** A file of the recording (`range`: an HTTP Range header), to serve; undefined when there is none. */
@@ -46,9 +49,7 @@ export class LocalRecordingStore implements RecordingStore {
 
   async put(): Promise<void> {}
 
-  async fetch(_sessionId: string, localDir: string): Promise<boolean> {
-    return fs.existsSync(localDir);
-  }
+  async fetch(): Promise<void> {}
 
   async exists(_sessionId: string, localDir: string): Promise<boolean> {
     return fs.existsSync(localDir);

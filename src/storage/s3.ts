@@ -2,9 +2,10 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { DeleteObjectsCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { DeleteObjectsCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import type { Logger } from "../log";
+import { parseMediaPlaylist } from "../media";
 import type { RecordingStore, StoredFile } from "./recordingStore";
 
 export interface S3Settings {
@@ -40,6 +41,14 @@ export function s3Client(s: S3Settings): S3Client {
     requestChecksumCalculation: "WHEN_REQUIRED",
     responseChecksumValidation: "WHEN_REQUIRED",
   });
+}
+
+/** Names of onair's own making (segments, inits): nothing a playlist names climbs out of its folder. */
+const isSegmentFileName = (uri: string) => /^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,79}$/.test(uri);
+
+function isNotFound(err: unknown): boolean {
+  const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  return status === 404 || (err as Error).name === "NotFound" || (err as Error).name === "NoSuchKey";
 }
 
 /** A key's prefix for one session's recording. */
@@ -127,30 +136,55 @@ export class S3RecordingStore implements RecordingStore {
     return out;
   }
 
-  async fetch(sessionId: string, localDir: string): Promise<boolean> {
-    const prefix = recordingPrefix(sessionId);
-    const objects = await this.keys(sessionId);
-    if (objects.length === 0) return fs.existsSync(localDir);
-    for (const o of objects) {
-      const rel = o.key.slice(prefix.length);
-      // Only names of our own making: nothing in a key climbs out of the folder.
-      if (!/^(\d{1,2}\/)?[\w.-]{1,80}$/.test(rel)) continue;
-      const local = path.join(localDir, ...rel.split("/"));
-      const have = await fs.promises.stat(local).catch(() => undefined);
-      if (have?.size === o.size) continue;
+  /**
+   * Read from the playlists down, never by listing the bucket: a playlist names only files
+   * uploaded before it, so what it names is there (a listing would also show whatever a dead
+   * node's cut-off upload left behind).
+   */
+  async fetch(sessionId: string, localDir: string, renditions: number[]): Promise<void> {
+    const files = ["index.m3u8"];
+    for (const i of renditions) {
+      const playlist = await this.text(sessionId, `${i}/index.m3u8`);
+      if (playlist === undefined) continue;
+      const named = new Set<string>();
+      for (const s of parseMediaPlaylist(playlist).segments) {
+        if (isSegmentFileName(s.uri)) named.add(s.uri);
+        if (s.map && isSegmentFileName(s.map)) named.add(s.map);
+      }
+      files.push(...[...named].map((f) => `${i}/${f}`), `${i}/index.m3u8`);
+    }
+    for (const file of files) {
+      const local = path.join(localDir, ...file.split("/"));
+      if (fs.existsSync(local) && !file.endsWith(".m3u8")) continue;
+      const got = await this.open(sessionId, localDir, file);
+      if (!got) continue;
       await fs.promises.mkdir(path.dirname(local), { recursive: true });
-      const got = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: o.key }));
       const tmp = `${local}.${process.pid}.part`;
-      await pipeline(got.Body as Readable, fs.createWriteStream(tmp));
+      await pipeline(got.body, fs.createWriteStream(tmp));
       await fs.promises.rename(tmp, local);
     }
-    return true;
   }
 
+  private async text(sessionId: string, file: string): Promise<string | undefined> {
+    const got = await this.open(sessionId, "", file);
+    if (!got) return undefined;
+    const chunks: Buffer[] = [];
+    for await (const c of got.body) chunks.push(c as Buffer);
+    return Buffer.concat(chunks).toString("utf8");
+  }
+
+  /** The master copy or the first rendition's playlist: written once anything was recorded. */
   async exists(sessionId: string, localDir: string): Promise<boolean> {
     if (fs.existsSync(localDir)) return true;
-    const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.bucket, Prefix: recordingPrefix(sessionId), MaxKeys: 1 }));
-    return (page.KeyCount ?? page.Contents?.length ?? 0) > 0;
+    for (const key of ["index.m3u8", "0/index.m3u8"]) {
+      try {
+        await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: recordingPrefix(sessionId) + key }));
+        return true;
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    }
+    return false;
   }
 
   async open(sessionId: string, _localDir: string, file: string, range?: string): Promise<StoredFile | undefined> {
@@ -159,8 +193,7 @@ export class S3RecordingStore implements RecordingStore {
       const got = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range }));
       return { body: got.Body as Readable, size: got.ContentLength, range: got.ContentRange };
     } catch (err) {
-      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-      if (status === 404 || (err as Error).name === "NotFound" || (err as Error).name === "NoSuchKey") return undefined;
+      if (isNotFound(err)) return undefined;
       throw err;
     }
   }
