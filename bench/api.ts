@@ -68,9 +68,10 @@ function readSettings(): Settings {
 
 /** The real service, exactly as `npm start` builds it, on a throwaway data directory. */
 async function startOnair(dataDir: string, env: Record<string, string> = {}): Promise<OnairTarget> {
-  // The per-key rate limit (API_RATE_LIMIT) would answer most of this load with 429s: off, to
+  // The per-key rate limit (API_RATE_LIMIT) would answer most of this load with 429s, and the
+  // per-user stream cap (MAX_STREAMS_PER_USER) the POSTs with 400s: both out of the way, to
   // measure the endpoints themselves.
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", API_RATE_LIMIT: "0", ...env });
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", API_RATE_LIMIT: "0", MAX_STREAMS_PER_USER: "10000000", ...env });
   const server = await startServer(config, createLogger("silent"));
   const baseUrl = `http://127.0.0.1:${server.port}`;
   // A fresh data directory always yields a first user; without one there is nothing to measure.
