@@ -11,8 +11,8 @@ import { logCheckpoints, openStore, type Store } from "./db";
 import { lockDataDir, type InstanceLock } from "./instanceLock";
 import { startEvents, type EventSink, type RunningEvents } from "./events";
 import type { Logger } from "./log";
-import { closeGracefully, createPublicServer, dashboardRouter, hlsRouter, operatorGate, playerRouter, recordingsRouter } from "./http";
-import { INGEST_APP, RtmpIngest } from "./ingest";
+import { closeGracefully, createPublicServer, dashboardRouter, hlsRouter, operatorGate, playerRouter, recordingsRouter, whipRouter } from "./http";
+import { BridgeTickets, iceServerLinks, INGEST_APP, RtmpIngest, WhipIngest } from "./ingest";
 import { LiveHls } from "./hls";
 import { ffmpegHasCmaf, locateFfmpeg, ProcessRegistry, reapLeftovers, type FfmpegLocation } from "./media";
 import { MultistreamManager } from "./multistream";
@@ -169,7 +169,11 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
   // The pipeline pulls from the local RTMP server; a wildcard bind is reached on loopback.
   const rtmpHost = ["0.0.0.0", "::", ""].includes(config.host) ? "127.0.0.1" : config.host;
   let ingest: RtmpIngest | undefined;
+  let whip: WhipIngest | undefined;
   let rtmpPort = config.rtmpPort;
+  const rtmpLocalUrl = (name: string) => `rtmp://${rtmpHost.includes(":") ? `[${rtmpHost}]` : rtmpHost}:${rtmpPort}/${INGEST_APP}/${name}`;
+  // WebRTC and SRT publishers come in through local bridges publishing under these tickets.
+  const bridges = new BridgeTickets();
   // Pushes to multistream targets while a session is live. Shutdown ends every session first,
   // which finishes their pushes; processes.stopAll below stops any still draining.
   const multistream = new MultistreamManager({ store, events, log, registry: processes, ffmpegPath: ffmpeg?.path, policy: outbound });
@@ -188,7 +192,7 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
     registry: processes,
     ffmpegPath: ffmpeg?.path,
     hlsDir,
-    rtmpInputUrl: (alias) => `rtmp://${rtmpHost.includes(":") ? `[${rtmpHost}]` : rtmpHost}:${rtmpPort}/${INGEST_APP}/${alias}`,
+    rtmpInputUrl: rtmpLocalUrl,
     segmentSeconds: config.hlsSegmentSeconds,
     listSize: config.hlsListSize,
     lowLatency: config.hlsLowLatency,
@@ -231,6 +235,7 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
       mediaTimeoutMs: config.publishMediaTimeoutMs,
       onReaderCut: () => metrics.readerCut(),
       onPublisherStalled: () => metrics.publisherStalled(),
+      bridges,
     });
     try {
       rtmpPort = await rtmp.listen(config.rtmpPort, config.host);
@@ -239,6 +244,27 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
     }
     ingest = rtmp;
     undo.push(() => rtmp.close());
+    const { webrtc } = config;
+    whip = new WhipIngest({
+      check: (key) => sessions.checkPublish(key),
+      tickets: bridges,
+      registry: processes,
+      ffmpegPath: ffmpeg?.path,
+      workDir: path.join(config.dataDir, "webrtc"),
+      rtmpUrl: rtmpLocalUrl,
+      log: log.child({ ingest: "webrtc" }),
+      settings: {
+        rtc: {
+          iceServers: [],
+          ...(webrtc.bindAddress ? { bindAddress: webrtc.bindAddress } : {}),
+          ...(webrtc.udpPorts ? { portRangeBegin: webrtc.udpPorts.first, portRangeEnd: webrtc.udpPorts.last } : {}),
+        },
+        publicIp: webrtc.publicIp,
+        mediaTimeoutMs: webrtc.mediaTimeoutMs,
+      },
+    });
+    const whipIngest = whip;
+    undo.push(() => whipIngest.close());
   }
   // --- end of live media ---
 
@@ -272,6 +298,15 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
     ...operatorRouters,
     playerRouter(store, signRecording),
     dashboardRouter(() => rtmpPublicUrl(config, rtmpPort)),
+    whipRouter({
+      whip,
+      iceLinks: iceServerLinks(config.webrtc.iceServers, config.webrtc.iceUsername, config.webrtc.iceCredential),
+      streamState: (streamId) => {
+        const live = sessions.liveSession(streamId);
+        const health = sessions.health(streamId);
+        return { isActive: live?.isLive ?? false, ...(health ? { isHealthy: health.isHealthy, issues: health.issues } : {}) };
+      },
+    }),
   ];
   // With Redis, every API node counts the same bucket per key (a key behind N nodes must not get N times its rate).
   const rateRedis = config.redisUrl && has("api") ? sharedRateRedis(config.redisUrl) : undefined;
@@ -331,6 +366,8 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
         const finalizeStopped = finalizeWorker?.close();
         finalizer.interrupt();
         await finalizeStopped;
+        // WebRTC peers closed (their bridges' publishes end), then the live sessions.
+        await whip?.close();
         // Live sessions next: publishers disconnected, playlists ended, isActive false and
         // stream.idle raised while the event sink still takes events.
         await sessions.shutdown();

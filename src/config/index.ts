@@ -1,6 +1,7 @@
 import crypto from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
+import net from "node:net";
 import path from "node:path";
 import { z } from "zod";
 import { allowHostEntry, type OutboundSettings } from "../outbound";
@@ -72,6 +73,51 @@ const flag = (name: string, fallback = false) =>
       if (["0", "false", "no", "off"].includes(v.toLowerCase())) return false;
       ctx.addIssue({ code: "custom", message: `${name} must be true or false (1 or 0), got "${v}"` });
       return z.NEVER;
+    });
+
+/** A UDP port range, "first-last" (or one port); undefined when unset. */
+const portRange = (name: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v.trim() === "") return undefined;
+      const m = /^\s*(\d{1,5})\s*(?:-\s*(\d{1,5})\s*)?$/.exec(v);
+      const first = m ? Number(m[1]) : NaN;
+      const last = m ? Number(m[2] ?? m[1]) : NaN;
+      if (!(first >= 1024 && last <= 65535 && first <= last)) {
+        ctx.addIssue({ code: "custom", message: `${name} must be a port range "first-last" within 1024-65535, got "${v}"` });
+        return z.NEVER;
+      }
+      return { first, last };
+    });
+
+const ipAddress = (name: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === "") return undefined;
+      if (net.isIP(v) === 0) {
+        ctx.addIssue({ code: "custom", message: `${name} must be an IP address, got "${v}"` });
+        return z.NEVER;
+      }
+      return v;
+    });
+
+/** WEBRTC_ICE_SERVERS: stun: and turn(s): URLs, comma-separated. */
+const iceServerList = (name: string) =>
+  z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      const entries = (v ?? "").split(",").map((e) => e.trim()).filter((e) => e !== "");
+      const bad = entries.filter((e) => !/^(stuns?|turns?):[^\s<>"@]+$/.test(e));
+      if (bad.length > 0) {
+        ctx.addIssue({ code: "custom", message: `${name} must list stun:, stuns:, turn: or turns: URLs separated by commas, got ${bad.map((b) => `"${b}"`).join(", ")}` });
+        return z.NEVER;
+      }
+      return entries;
     });
 
 /** DESTINATION_ALLOW_HOSTS: comma-separated host names and IP addresses, each checked. */
@@ -280,6 +326,34 @@ const envSchema = z.object({
   MAX_RENDITION_WIDTH: integer("MAX_RENDITION_WIDTH", DEFAULT_LIMITS.maxRenditionWidth, 16, 7680, " (pixels)"),
   MAX_RENDITION_HEIGHT: integer("MAX_RENDITION_HEIGHT", DEFAULT_LIMITS.maxRenditionHeight, 16, 7680, " (pixels)"),
   MAX_RENDITION_FPS: integer("MAX_RENDITION_FPS", DEFAULT_LIMITS.maxRenditionFps, 1, 240, " (frames per second)"),
+  // WebRTC (WHIP) ingest: the UDP ports its peers gather on (unset: any), the address they bind
+  // (unset: every interface), the public address announced behind a 1:1 NAT, and the ICE
+  // servers told to clients (OPTIONS and 201 Link headers).
+  WEBRTC_UDP_PORTS: portRange("WEBRTC_UDP_PORTS"),
+  WEBRTC_BIND_ADDRESS: ipAddress("WEBRTC_BIND_ADDRESS"),
+  WEBRTC_PUBLIC_IP: ipAddress("WEBRTC_PUBLIC_IP"),
+  WEBRTC_ICE_SERVERS: iceServerList("WEBRTC_ICE_SERVERS"),
+  WEBRTC_ICE_USERNAME: z.string().optional().transform((v) => (v ? v : undefined)),
+  WEBRTC_ICE_CREDENTIAL: z.string().optional().transform((v) => (v ? v : undefined)),
+  // A WebRTC publisher that sends no media for this long has gone (no DELETE came).
+  WEBRTC_MEDIA_TIMEOUT_SECONDS: integer("WEBRTC_MEDIA_TIMEOUT_SECONDS", 10, 2, 300, " (seconds)"),
+  // SRT ingest, off unless set: each stream gets a listener on a port of this range (one
+  // ffmpeg each, about 45 MB: the range is also the cap), callers authenticate with the
+  // stream's SRT passphrase.
+  SRT_PORTS: portRange("SRT_PORTS"),
+  SRT_LATENCY_MS: integer("SRT_LATENCY_MS", 200, 20, 8000, " (ms)"),
+  // The host put in streams' SRT URLs (unset: the host of RTMP_PUBLIC_URL, else of PUBLIC_URL).
+  SRT_PUBLIC_HOST: z
+    .string()
+    .optional()
+    .transform((v, ctx) => {
+      if (v === undefined || v === "") return undefined;
+      if (!/^[A-Za-z0-9.:-]{1,253}$/.test(v)) {
+        ctx.addIssue({ code: "custom", message: `SRT_PUBLIC_HOST must be a host name or IP address, got "${v}"` });
+        return z.NEVER;
+      }
+      return v;
+    }),
   LOG_LEVEL: z
     .string()
     .optional()
@@ -355,6 +429,30 @@ export interface Config {
   publishMediaTimeoutMs: number;
   /** Output megapixels per second this node transcodes at most; undefined: from the core count. */
   transcodeBudget: number | undefined;
+  webrtc: WebRtcSettings;
+  /** SRT_PORTS set: SRT ingest on. */
+  srt: SrtSettings | undefined;
+}
+
+export interface WebRtcSettings {
+  /** The UDP ports ICE gathers on; undefined: any. */
+  udpPorts: { first: number; last: number } | undefined;
+  /** The address peers bind; undefined: every interface. */
+  bindAddress: string | undefined;
+  /** Announced beside the host candidates, for a server behind a 1:1 NAT. */
+  publicIp: string | undefined;
+  /** Told to clients (Link headers), with the credentials for turn: entries. */
+  iceServers: string[];
+  iceUsername: string | undefined;
+  iceCredential: string | undefined;
+  /** A publisher silent this long has gone, ms. */
+  mediaTimeoutMs: number;
+}
+
+export interface SrtSettings {
+  ports: { first: number; last: number };
+  latencyMs: number;
+  publicHost: string | undefined;
 }
 
 export interface WebhookSettings {
@@ -460,6 +558,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     reconnectWindowSeconds: e.RECONNECT_WINDOW_SECONDS,
     publishMediaTimeoutMs: e.PUBLISH_MEDIA_TIMEOUT_SECONDS * 1000,
     transcodeBudget: e.TRANSCODE_BUDGET === 0 ? undefined : e.TRANSCODE_BUDGET,
+    webrtc: {
+      udpPorts: e.WEBRTC_UDP_PORTS,
+      bindAddress: e.WEBRTC_BIND_ADDRESS,
+      publicIp: e.WEBRTC_PUBLIC_IP,
+      iceServers: e.WEBRTC_ICE_SERVERS,
+      iceUsername: e.WEBRTC_ICE_USERNAME,
+      iceCredential: e.WEBRTC_ICE_CREDENTIAL,
+      mediaTimeoutMs: e.WEBRTC_MEDIA_TIMEOUT_SECONDS * 1000,
+    },
+    srt: e.SRT_PORTS ? { ports: e.SRT_PORTS, latencyMs: e.SRT_LATENCY_MS, publicHost: e.SRT_PUBLIC_HOST } : undefined,
     limits: {
       apiRatePerSecond: e.API_RATE_LIMIT,
       apiRateBurst: e.API_RATE_BURST,

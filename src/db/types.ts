@@ -1,4 +1,4 @@
-import type { Profile, SegmentCounters } from "../shapes";
+import type { IngestProtocol, Profile, SegmentCounters } from "../shapes";
 
 // Domain records as the repositories return them (camelCase, booleans, parsed JSON).
 
@@ -47,6 +47,8 @@ export interface SessionRecord extends SegmentCounters {
   endReason: string | null;
   /** The node that ran it (null: a run from before nodes were recorded). */
   nodeId: string | null;
+  /** How its publisher reached onair. */
+  protocol: IngestProtocol;
 }
 
 export interface TargetRecord {

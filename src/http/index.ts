@@ -4,3 +4,4 @@ export { dashboardRouter } from "./dashboard";
 export { playerRouter } from "./player";
 export { operatorGate } from "./operator";
 export { closeGracefully, createPublicServer, type PublicServer, type TlsFiles } from "./publicServer";
+export { whipRouter, type WhipRoutesDeps } from "./whip";

@@ -13,3 +13,6 @@ export {
   type RefusalStatus,
 } from "./rtmpIngest";
 export { isVideoKeyframe, PublishStats, type PublishStatsView } from "./publishStats";
+export { BridgeTickets, type BridgedPublish } from "./bridges";
+export * from "./webrtc";
+export { buildRtpBridgeArgs, buildSrtBridgeArgs, srtListenerUrl } from "./bridgeArgs";

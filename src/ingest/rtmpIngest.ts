@@ -2,6 +2,8 @@ import net from "node:net";
 import type { Logger } from "../log";
 import { audioCodecOf, refuseAudio, refuseVideo, videoCodecOf } from "./mediaCheck";
 import { PublishStats, type PublishStatsView } from "./publishStats";
+import type { BridgeTickets } from "./bridges";
+import type { IngestProtocol } from "../shapes";
 
 // node-media-server 2.7.4, pinned: its `reject()` inside prePublish refuses a publisher
 // cleanly (no postPublish, the client is disconnected at once), `donePublish` fires as soon as
@@ -118,6 +120,7 @@ export const rejected = (reason: string): Refusal => ({ status: "NetStream.Publi
 /** One publish on a connection, from the publish command to its end. */
 interface Publish {
   streamKey: string;
+  protocol: IngestProtocol;
   /** The codecs of its first tags, once seen. */
   video?: string;
   audio?: string;
@@ -160,7 +163,7 @@ export interface IngestHandlers {
    * The publish sends media onair takes: hand it to its stream (its session row is written
    * meanwhile; node-media-server keeps relaying). A refusal disconnects it.
    */
-  onPublishStart(publisherId: string, streamKey: string): Promise<Refusal | undefined>;
+  onPublishStart(publisherId: string, streamKey: string, protocol: IngestProtocol): Promise<Refusal | undefined>;
   /** The publisher left, or (`refusal`) was refused for what it sent after its start. */
   onPublishEnd(publisherId: string, refusal?: string): void;
 }
@@ -172,6 +175,8 @@ export interface IngestOptions {
   onReaderCut?(): void;
   /** A publisher was disconnected for sending no media (metrics). */
   onPublisherStalled?(): void;
+  /** The WebRTC and SRT bridges' tickets: a local publish under one is its stream key's. */
+  bridges?: BridgeTickets;
 }
 
 function clearPublishTimers(publish: Publish): void {
@@ -205,8 +210,8 @@ export class RtmpIngest {
   private readonly ours = new Map<string, NmsSession>();
   /** When each connection of ours was accepted (idle connections are dropped). */
   private readonly acceptedAt = new Map<string, number>();
-  /** Stream keys of publishes admitted in prePublish, until their postPublish. */
-  private readonly admitted = new Map<string, string>();
+  /** Publishes admitted in prePublish (stream key, protocol), until their postPublish. */
+  private readonly admitted = new Map<string, { streamKey: string; protocol: IngestProtocol }>();
   /** Admitted publishes, by publisher (connection) id. */
   private readonly publishes = new Map<string, Publish>();
   private readonly listeners: [string, (...args: string[]) => void][] = [];
@@ -221,13 +226,13 @@ export class RtmpIngest {
   async listen(port: number, host: string): Promise<number> {
     this.on("prePublish", (id: string, streamPath: string) => this.prePublish(id, streamPath));
     this.on("postPublish", (id: string) => {
-      const key = this.admitted.get(id);
+      const admitted = this.admitted.get(id);
       this.admitted.delete(id);
-      if (!key || !this.ours.has(id)) return;
+      if (!admitted || !this.ours.has(id)) return;
       // The session starts once the first tags show H.264 and AAC (see mediaCheck.ts).
       const session = this.ours.get(id)!;
       const publish: Publish = {
-        streamKey: key,
+        ...admitted,
         started: false,
         stats: new PublishStats(Date.now()),
         samples: [],
@@ -334,7 +339,10 @@ export class RtmpIngest {
       session.reject();
       return;
     }
-    const key = streamKeyFromPath(streamPath);
+    const name = streamKeyFromPath(streamPath);
+    // A bridge (WHIP, SRT) publishes from this machine under a ticket standing for the key.
+    const bridged = name !== undefined && this.isLocal(session) ? this.options.bridges?.redeem(name) : undefined;
+    const key = bridged?.streamKey ?? name;
     let admission: Admission;
     try {
       admission = key === undefined ? { refusal: badName(`publish to ${INGEST_APP}/<stream key> only`) } : this.handlers.admit(key, id);
@@ -354,7 +362,7 @@ export class RtmpIngest {
     // leaves on the session); the key is remembered for postPublish.
     const localPath = `/${INGEST_APP}/${admission.alias}`;
     session.publishStreamPath = localPath;
-    this.admitted.set(id, key!);
+    this.admitted.set(id, { streamKey: key!, protocol: bridged?.protocol ?? "rtmp" });
     // The newest authenticated publisher wins: one still holding the stream (a half-open
     // connection, an encoder that reconnected before its old socket died) makes room, so an
     // encoder recovering from a dead uplink is never locked out of its own key.
@@ -430,7 +438,7 @@ export class RtmpIngest {
     clearPublishTimers(publish);
     publish.starting = true;
     this.log.debug({ publisherId: id, video: publish.video, audio: publish.audio ?? "none" }, "publisher's media accepted");
-    void this.handlers.onPublishStart(id, publish.streamKey).then(
+    void this.handlers.onPublishStart(id, publish.streamKey, publish.protocol).then(
       (refusal) => this.started(id, publish, refusal),
       (err: unknown) => {
         this.log.error({ err, publisherId: id }, "could not start a publish");
@@ -528,11 +536,16 @@ export class RtmpIngest {
     reader.stop();
   }
 
+  /** A connection from this machine (the pipeline, pushes, bridges). */
+  private isLocal(session: NmsSession): boolean {
+    return session.isLocal || session.socket.remoteAddress === session.socket.localAddress;
+  }
+
   /** Only this machine (the pipeline) may pull streams over RTMP; viewers use HLS. */
   private prePlay(id: string): void {
     const session = this.ours.get(id);
     if (!session) return;
-    if (!session.isLocal && session.socket.remoteAddress !== session.socket.localAddress) {
+    if (!this.isLocal(session)) {
       this.log.info({ ip: session.ip }, "RTMP play refused: viewers play HLS");
       session.reject();
     }

@@ -3,7 +3,7 @@ import path from "node:path";
 import type { LiveControl, StreamNotice } from "./control";
 import type { StreamKeyIndex } from "./streamKeys";
 import { endOrphanedSession, type OrphanDeps } from "./orphans";
-import type { LiveRates } from "../shapes";
+import type { IngestProtocol, LiveRates } from "../shapes";
 import type { SessionRecord, Sql, StreamRecord } from "../db";
 import { badName, rejected, type Admission, type IngestHandlers, type Refusal } from "../ingest";
 import { endPlaylists } from "../media";
@@ -95,7 +95,23 @@ export class SessionManager implements IngestHandlers, LiveControl {
     return { stream };
   }
 
-  async onPublishStart(publisherId: string, streamKey: string): Promise<Refusal | undefined> {
+  /**
+   * Whether a publish of this key would be taken now, for protocols that answer over HTTP
+   * (WHIP): the same decision as an RTMP publish's, as a status. A stream live on this node
+   * is taken over by the new publisher, as with RTMP; one live on another node is a 409.
+   */
+  async checkPublish(streamKey: string): Promise<{ stream: StreamRecord } | { status: 401 | 403 | 409 | 503; reason: string }> {
+    const indexed = this.deps.keys.lookup(streamKey);
+    if (!indexed) return { status: 401, reason: "unknown stream key" };
+    if (indexed.suspended) return { status: 403, reason: `stream ${indexed.id} is suspended` };
+    const decision = this.decide(streamKey, "");
+    if ("refusal" in decision) return { status: 503, reason: decision.refusal.reason };
+    const holder = this.byStream.has(indexed.id) ? undefined : await this.deps.store.nodes.holder(indexed.id, Date.now());
+    if (holder !== undefined && holder !== this.deps.nodeId) return { status: 409, reason: `stream ${indexed.id} is live on another node (${holder})` };
+    return decision;
+  }
+
+  async onPublishStart(publisherId: string, streamKey: string, protocol: IngestProtocol = "rtmp"): Promise<Refusal | undefined> {
     // Admitted at the publish command; its first video tag came since, and with it perhaps a
     // suspend, a delete or a cap reached: ask again.
     const decision = this.decide(streamKey, publisherId);
@@ -104,7 +120,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
     const { stream } = decision;
     if (this.isOpening(stream.id)) return rejected("another publisher of this stream is starting: reconnect in a moment");
     const current = this.byStream.get(stream.id);
-    if (!current) return this.begin(stream, publisherId);
+    if (!current) return this.begin(stream, publisherId, protocol);
 
     if (!current.isEnding) {
       // Known before attach: attach may end the session at once (a failed start), and forget it.
@@ -120,7 +136,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
         if (this.successors.get(stream.id) !== publisherId) return; // it left while waiting
         this.successors.delete(stream.id);
         const decision = this.decide(streamKey, publisherId);
-        return "refusal" in decision ? decision.refusal : this.begin(stream, publisherId);
+        return "refusal" in decision ? decision.refusal : this.begin(stream, publisherId, protocol);
       })
       .then((late) => {
         if (late) this.deps.disconnectPublisher(publisherId, late);
@@ -136,7 +152,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
    * Opens the stream's session for the publisher: the stream read afresh (the key index may lag
    * a change of its settings) and the session row written. The stream's place is held meanwhile.
    */
-  private async begin(indexed: StreamRecord, publisherId: string): Promise<Refusal | undefined> {
+  private async begin(indexed: StreamRecord, publisherId: string, protocol: IngestProtocol): Promise<Refusal | undefined> {
     const streamId = indexed.id;
     this.opening.set(publisherId, indexed);
     let runtime: StreamRuntime;
@@ -159,6 +175,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
         publisherId,
         { ...this.deps, ffmpegPath: this.deps.ffmpegPath!, streamTakenOver: (id) => this.byStream.has(id) },
         (s) => this.forget(s),
+        protocol,
       );
     } catch (err) {
       // The session row could not be written (a full disk): refuse rather than crash.

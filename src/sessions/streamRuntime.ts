@@ -6,7 +6,7 @@ import { badName, rejected, type PublisherStats, type Refusal } from "../ingest"
 import type { Logger } from "../log";
 import { PART_SECONDS, type HlsSegment, type LiveHls } from "../hls";
 import { endPlaylists, LivePipeline, renditionLadder, type ProcessEnd, type ProcessRegistry, type StoredSegment } from "../media";
-import type { LiveRates, Rendition } from "../shapes";
+import type { IngestProtocol, LiveRates, Rendition } from "../shapes";
 import type { LiveSessionMetrics, Metrics } from "../metrics";
 import type { Health } from "./health";
 import { LiveMeters, SLOW_LIMIT, SLOW_WINDOW_MS } from "./liveMeters";
@@ -148,8 +148,14 @@ export class StreamRuntime {
   readonly closed = new Promise<void>((resolve) => (this.markClosed = resolve));
 
   /** Opens the stream's next session (its row written first) for `publisherId`. */
-  static async open(stream: StreamRecord, publisherId: string, deps: StreamRuntimeDeps, onClosed: (s: StreamRuntime) => void): Promise<StreamRuntime> {
-    const session = await deps.store.sessions.start(stream, Date.now(), deps.nodeId);
+  static async open(
+    stream: StreamRecord,
+    publisherId: string,
+    deps: StreamRuntimeDeps,
+    onClosed: (s: StreamRuntime) => void,
+    protocol: IngestProtocol = "rtmp",
+  ): Promise<StreamRuntime> {
+    const session = await deps.store.sessions.start(stream, Date.now(), deps.nodeId, protocol);
     return new StreamRuntime(stream, session, publisherId, deps, onClosed);
   }
 

@@ -7,7 +7,7 @@ export { PROFILE_NAME, profile, type Profile } from "./profile";
 export type { Rendition } from "./rendition";
 export type { LiveRates, SegmentCounters } from "./counters";
 export { MAX_RECONNECT_WINDOW_SECONDS, presentStream, reconnectWindow, streamObject, type LiveHealth, type StoredStream, type StreamJson } from "./stream";
-export { presentSession, recordingUrls, sessionObject, type RecordingLinks, type SessionJson, type StoredSession } from "./session";
+export { INGEST_PROTOCOLS, presentSession, recordingUrls, sessionObject, type IngestProtocol, type RecordingLinks, type SessionJson, type StoredSession } from "./session";
 export { presentTarget, targetCreatedObject, targetObject, targetTlsVerify, type StoredTarget, type TargetJson } from "./target";
 export {
   buildDeliveryBody,

@@ -4,6 +4,10 @@ import { profile, type Profile } from "./profile";
 
 // The session object: what the API returns and what recording.ready carries.
 
+/** How a publisher reaches onair; every protocol lands on the same sessions. */
+export const INGEST_PROTOCOLS = ["rtmp", "webrtc", "srt"] as const;
+export type IngestProtocol = (typeof INGEST_PROTOCOLS)[number];
+
 export const sessionObject = z
   .object({
     id: z.string(),
@@ -17,6 +21,7 @@ export const sessionObject = z
     isActive: z.boolean().describe("true while the session is open: live, or waiting inside its reconnect window for the publisher to come back"),
     record: z.boolean(),
     profiles: z.array(profile),
+    protocol: z.enum(INGEST_PROTOCOLS).describe("how the publisher reached onair: rtmp, webrtc (WHIP) or srt"),
     ...mediaCounterFields,
     recordingStatus: z.enum(["waiting", "ready", "failed", "deleted", "none"]).optional(),
     recordingUrl: z.string().optional().describe("HLS playlist of the recording; signed (its `sig` query parameter is what opens it)"),
@@ -47,6 +52,7 @@ export interface StoredSession extends SegmentCounters {
   recordingStatus: SessionJson["recordingStatus"] | null;
   recordingError: string | null;
   endReason: string | null;
+  protocol: IngestProtocol;
 }
 
 /** Where recordings are served, and how their URLs are signed (src/recordings keeps the key). */
@@ -88,6 +94,7 @@ export function presentSession(s: StoredSession, links: RecordingLinks, rates: L
     isActive: s.endedAt === null,
     record: s.record,
     profiles: s.profiles,
+    protocol: s.protocol,
     ...mediaCounters(s, rates),
     ...recording,
     ...(s.endedAt !== null && s.endReason ? { endReason: s.endReason } : {}),

@@ -1,7 +1,7 @@
 import type { Sql } from "../sql";
 import { countersOf, type CounterColumns } from "./counters";
 import { newId } from "../ids";
-import type { Profile, SegmentCounters } from "../../shapes";
+import type { IngestProtocol, Profile, SegmentCounters } from "../../shapes";
 import type { Page, RecordingStatus, SessionRecord, StreamRecord } from "../types";
 import { selectPage, type PageRequest } from "./page";
 
@@ -21,6 +21,7 @@ interface Row extends CounterColumns {
   recording_error: string | null;
   end_reason: string | null;
   node_id: string | null;
+  protocol: string;
 }
 
 const toSession = (r: Row): SessionRecord => ({
@@ -40,6 +41,7 @@ const toSession = (r: Row): SessionRecord => ({
   recordingError: r.recording_error,
   endReason: r.end_reason,
   nodeId: r.node_id ?? null,
+  protocol: r.protocol as IngestProtocol,
 });
 
 export class SessionsRepository {
@@ -50,15 +52,15 @@ export class SessionsRepository {
    * object (same id, parentId set) are written together. `record` and `profiles` are copied
    * from the parent now: later changes to the parent apply to later sessions only (spec 3.2).
    */
-  async start(parent: StreamRecord, at = Date.now(), nodeId: string | null = null): Promise<SessionRecord> {
+  async start(parent: StreamRecord, at = Date.now(), nodeId: string | null = null, protocol: IngestProtocol = "rtmp"): Promise<SessionRecord> {
     if (parent.parentId !== null) throw new Error(`stream ${parent.id} is a child stream; sessions start on parents`);
     const id = newId();
     const profiles = JSON.stringify(parent.profiles);
     await this.q.transaction(async (q) => {
       await q.run(
-        `INSERT INTO sessions (id, user_id, parent_id, name, playback_id, created_at, last_seen, record, profiles, node_id)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [id, parent.userId, parent.id, parent.name, parent.playbackId, at, at, parent.record ? 1 : 0, profiles, nodeId],
+        `INSERT INTO sessions (id, user_id, parent_id, name, playback_id, created_at, last_seen, record, profiles, node_id, protocol)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        [id, parent.userId, parent.id, parent.name, parent.playbackId, at, at, parent.record ? 1 : 0, profiles, nodeId, protocol],
       );
       await q.run(
         `INSERT INTO streams (id, user_id, parent_id, name, created_at, last_seen, record, profiles)

@@ -1,0 +1,182 @@
+// SDP for WHIP (RFC 9725): what a publisher's offer may carry, the answer's extra candidates,
+// and the description ffmpeg reads the forwarded RTP with. Pure functions of text.
+
+/** One negotiated track: its mid, payload type and format parameters. */
+export interface OfferedTrack {
+  mid: string;
+  payloadType: number;
+  /** The format's a=fmtp parameters, as offered (H.264's profile and packetization mode). */
+  fmtp: string | undefined;
+}
+
+export interface RestrictedOffer {
+  /** The offer with every format but the chosen ones removed: the answer can only pick those. */
+  sdp: string;
+  video: OfferedTrack;
+  audio: (OfferedTrack & { channels: number }) | undefined;
+}
+
+/** The offer cannot be published: said to the client as a 400. */
+export class OfferError extends Error {}
+
+interface Section {
+  lines: string[];
+}
+
+/** `a=<name>:<value>` lines of a section. */
+const attrs = (s: Section, name: string) =>
+  s.lines.filter((l) => l.startsWith(`a=${name}:`)).map((l) => l.slice(name.length + 3));
+
+const DIRECTIONS = ["sendrecv", "sendonly", "recvonly", "inactive"];
+
+/**
+ * H.264 profiles in the order onair prefers them: every decoder handles constrained baseline,
+ * the ladder decodes any; the 4:2:0 8-bit profiles only (the ladder's pipeline and players).
+ */
+const H264_PROFILE_RANK = ["42e0", "4200", "4d00", "6400"];
+
+function h264Rank(fmtp: string | undefined): number {
+  const params = parseFmtp(fmtp);
+  if (params.get("packetization-mode") !== "1") return -1;
+  const profile = (params.get("profile-level-id") ?? "42e01f").toLowerCase();
+  const rank = H264_PROFILE_RANK.findIndex((p) => profile.startsWith(p));
+  return rank === -1 ? -1 : rank;
+}
+
+function parseFmtp(fmtp: string | undefined): Map<string, string> {
+  const params = new Map<string, string>();
+  for (const part of (fmtp ?? "").split(";")) {
+    const eq = part.indexOf("=");
+    if (eq > 0) params.set(part.slice(0, eq).trim().toLowerCase(), part.slice(eq + 1).trim());
+  }
+  return params;
+}
+
+/** Payload type → [codec name, clock rate, channels] from a section's a=rtpmap lines. */
+function rtpmaps(s: Section): Map<number, [string, number, number]> {
+  const maps = new Map<number, [string, number, number]>();
+  for (const value of attrs(s, "rtpmap")) {
+    const m = /^(\d{1,3}) ([A-Za-z0-9_.-]+)\/(\d+)(?:\/(\d+))?$/.exec(value.trim());
+    if (m) maps.set(Number(m[1]), [m[2]!.toLowerCase(), Number(m[3]), Number(m[4] ?? 1)]);
+  }
+  return maps;
+}
+
+function fmtpOf(s: Section, pt: number): string | undefined {
+  const line = attrs(s, "fmtp").find((v) => v.startsWith(`${pt} `));
+  return line?.slice(String(pt).length + 1).trim();
+}
+
+/** The section kept with one payload type: its m-line, and only that format's rtpmap/fmtp/rtcp-fb. */
+function keepFormat(s: Section, pt: number): Section {
+  const [mline, ...rest] = s.lines;
+  const [media, port, proto] = mline!.slice(2).split(" ");
+  const perFormat = /^a=(rtpmap|fmtp|rtcp-fb):(\d+|\*)[ ]/;
+  const lines = rest.filter((l) => {
+    // Retransmission groups name an rtx stream no longer offered.
+    if (l.startsWith("a=ssrc-group:")) return false;
+    const m = perFormat.exec(l);
+    return !m || m[2] === "*" || Number(m[2]) === pt;
+  });
+  return { lines: [`m=${media} ${port} ${proto} ${pt}`, ...lines] };
+}
+
+function mediaType(s: Section): string {
+  return s.lines[0]!.slice(2).split(" ")[0]!;
+}
+
+function direction(s: Section): string {
+  return s.lines.find((l) => DIRECTIONS.includes(l.slice(2)))?.slice(2) ?? "sendrecv";
+}
+
+/**
+ * Keeps what onair ingests of a WHIP offer: one video track in H.264 (packetization mode 1,
+ * the one ffmpeg's RTP depacketizer and FLV take), one optional audio track in Opus. Every
+ * other format (VP8, AV1, retransmission, FEC) goes, so the answer cannot select it.
+ */
+export function restrictOffer(offer: string): RestrictedOffer {
+  if (offer.length > 64 * 1024) throw new OfferError("the offer is larger than 64 KiB");
+  const lines = offer.split(/\r?\n/).filter((l) => l !== "");
+  if (lines[0] !== "v=0") throw new OfferError("the body is not an SDP offer (it must start with v=0)");
+  const session: string[] = [];
+  const sections: Section[] = [];
+  for (const line of lines) {
+    if (line.startsWith("m=")) sections.push({ lines: [line] });
+    else if (sections.length > 0) sections[sections.length - 1]!.lines.push(line);
+    else session.push(line);
+  }
+  const videos = sections.filter((s) => mediaType(s) === "video");
+  const audios = sections.filter((s) => mediaType(s) === "audio");
+  if (videos.length !== 1) throw new OfferError(`the offer must carry one video track, it has ${videos.length}`);
+  if (audios.length > 1) throw new OfferError(`the offer may carry one audio track, it has ${audios.length}`);
+
+  const v = videos[0]!;
+  if (!["sendonly", "sendrecv"].includes(direction(v))) throw new OfferError("the offer's video track does not send");
+  let chosen: { pt: number; rank: number } | undefined;
+  for (const [pt, [codec, clock]] of rtpmaps(v)) {
+    if (codec !== "h264" || clock !== 90000) continue;
+    const rank = h264Rank(fmtpOf(v, pt));
+    if (rank >= 0 && (!chosen || rank < chosen.rank)) chosen = { pt, rank };
+  }
+  if (!chosen) throw new OfferError("the offer's video is not H.264 with packetization-mode=1 (baseline, main or high profile): onair ingests H.264 only");
+  const video: OfferedTrack = { mid: midOf(v), payloadType: chosen.pt, fmtp: fmtpOf(v, chosen.pt) };
+
+  let audio: RestrictedOffer["audio"];
+  const a = audios[0];
+  if (a) {
+    const opus = [...rtpmaps(a)].find(([, [codec, clock]]) => codec === "opus" && clock === 48000);
+    if (!opus) throw new OfferError("the offer's audio is not Opus: onair ingests Opus audio from WebRTC");
+    audio = { mid: midOf(a), payloadType: opus[0], fmtp: fmtpOf(a, opus[0]), channels: opus[1][2] };
+  }
+
+  const kept = sections.map((s) => (s === v ? keepFormat(s, video.payloadType) : s === a ? keepFormat(s, audio!.payloadType) : s));
+  return { sdp: [...session, ...kept.flatMap((s) => s.lines)].join("\r\n") + "\r\n", video, audio };
+}
+
+function midOf(s: Section): string {
+  const mid = attrs(s, "mid")[0];
+  if (mid === undefined) throw new OfferError("every media section of the offer needs an a=mid (BUNDLE)");
+  return mid.trim();
+}
+
+/**
+ * The answer with each host candidate also announced at `publicIp` (same port): a server
+ * behind a 1:1 NAT is then reachable at its public address, as MediaMTX's additional hosts.
+ */
+export function withPublicAddress(answer: string, publicIp: string): string {
+  const out: string[] = [];
+  for (const line of answer.split(/\r?\n/)) {
+    out.push(line);
+    const m = /^a=candidate:(\S+) (\d+) (\S+) (\d+) (\S+) (\d+) typ host(.*)$/i.exec(line);
+    if (m && m[5] !== publicIp) out.push(`a=candidate:${m[1]}p ${m[2]} ${m[3]} ${Number(m[4]) - 1} ${publicIp} ${m[6]} typ host${m[7]}`);
+  }
+  return out.join("\r\n");
+}
+
+/** `Link` header values for ICE servers (RFC 9725 §4.6), TURN ones with their credentials. */
+export function iceServerLinks(servers: string[], username?: string, credential?: string): string[] {
+  return servers.map((url) => {
+    const turn = /^turns?:/.test(url) && username !== undefined && credential !== undefined;
+    const quoted = (v: string) => `"${v.replace(/["\\]/g, "\\$&")}"`;
+    return `<${url}>; rel="ice-server"` + (turn ? `; username=${quoted(username)}; credential=${quoted(credential)}; credential-type="password"` : "");
+  });
+}
+
+/** The forwarded tracks as ffmpeg's RTP input sees them: loopback ports, the negotiated formats. */
+export interface RtpInput {
+  video: { port: number; payloadType: number; fmtp: string | undefined };
+  audio?: { port: number; payloadType: number; channels: number };
+}
+
+/** Only what a format parameter may hold goes into ffmpeg's description. */
+const safeFmtp = (fmtp: string) => fmtp.replace(/[^A-Za-z0-9=;,+/._-]/g, "");
+
+/** The SDP ffmpeg reads the forwarded RTP with (plain RTP on loopback, no encryption). */
+export function rtpInputSdp(input: RtpInput): string {
+  const { video, audio } = input;
+  const lines = ["v=0", "o=- 0 0 IN IP4 127.0.0.1", "s=onair WebRTC publish", "c=IN IP4 127.0.0.1", "t=0 0"];
+  lines.push(`m=video ${video.port} RTP/AVP ${video.payloadType}`, `a=rtpmap:${video.payloadType} H264/90000`);
+  lines.push(`a=fmtp:${video.payloadType} ${video.fmtp ? safeFmtp(video.fmtp) : "packetization-mode=1"}`);
+  if (audio) lines.push(`m=audio ${audio.port} RTP/AVP ${audio.payloadType}`, `a=rtpmap:${audio.payloadType} opus/48000/${audio.channels === 1 ? 1 : 2}`);
+  return lines.join("\n") + "\n";
+}
