@@ -68,7 +68,10 @@
         el("span", { text: s.name }),
         streamState(s),
         key,
-        el("a", { href: "/play/" + encodeURIComponent(s.playbackId), text: "Watch" }),
+        el("span", { class: "actions" }, [
+          el("a", { href: "/play/" + encodeURIComponent(s.playbackId), text: "Watch" }),
+          el("a", { href: "/broadcast?stream=" + encodeURIComponent(s.id), class: "go-live", text: "Go live" }),
+        ]),
       ];
     }), 4, "No streams yet: create one with POST /api/stream.");
   }
@@ -89,8 +92,9 @@
       ]);
       var rec = !s.record ? status("not recorded") : s.recordingStatus === "ready" ? status("ready", "ok")
         : s.recordingStatus === "failed" ? status("failed", "bad") : status(s.recordingStatus || "recording");
-      return [el("span", { text: s.name }), el("span", { text: when(s.createdAt) }), s.isActive ? status("live", "live") : el("span", { text: length(s) }), rec, actions];
-    }), 5, "No sessions yet.");
+      return [el("span", { text: s.name }), el("span", { text: when(s.createdAt) }), s.isActive ? status("live", "live") : el("span", { text: length(s) }),
+        el("span", { class: "protocol", text: s.protocol || "rtmp" }), rec, actions];
+    }), 6, "No sessions yet.");
   }
 
   function renderWebhooks(hooks) {

@@ -5,14 +5,14 @@ import os from "node:os";
 import express from "express";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
-import { createApp, RedisRateLimiter } from "./api";
+import { createApp, RedisRateLimiter, type ApiDeps } from "./api";
 import { databaseLocation, publicUrl, rtmpPublicUrl, type Config, type Role } from "./config";
-import { logCheckpoints, openStore, type Store } from "./db";
+import { lockKey, logCheckpoints, openStore, type Store } from "./db";
 import { lockDataDir, type InstanceLock } from "./instanceLock";
 import { startEvents, type EventSink, type RunningEvents } from "./events";
 import type { Logger } from "./log";
-import { closeGracefully, createPublicServer, dashboardRouter, hlsRouter, operatorGate, playerRouter, recordingsRouter, whipRouter } from "./http";
-import { BridgeTickets, iceServerLinks, INGEST_APP, RtmpIngest, WhipIngest } from "./ingest";
+import { broadcastRouter, closeGracefully, createPublicServer, dashboardRouter, hlsRouter, operatorGate, playerRouter, recordingsRouter, whipRouter } from "./http";
+import { BridgeTickets, iceServerLinks, INGEST_APP, RtmpIngest, SrtIngest, WhipIngest } from "./ingest";
 import { LiveHls } from "./hls";
 import { ffmpegHasCmaf, locateFfmpeg, ProcessRegistry, reapLeftovers, type FfmpegLocation } from "./media";
 import { MultistreamManager } from "./multistream";
@@ -170,6 +170,7 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
   const rtmpHost = ["0.0.0.0", "::", ""].includes(config.host) ? "127.0.0.1" : config.host;
   let ingest: RtmpIngest | undefined;
   let whip: WhipIngest | undefined;
+  let srt: SrtIngest | undefined;
   let rtmpPort = config.rtmpPort;
   const rtmpLocalUrl = (name: string) => `rtmp://${rtmpHost.includes(":") ? `[${rtmpHost}]` : rtmpHost}:${rtmpPort}/${INGEST_APP}/${name}`;
   // WebRTC and SRT publishers come in through local bridges publishing under these tickets.
@@ -246,7 +247,8 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
     undo.push(() => rtmp.close());
     const { webrtc } = config;
     whip = new WhipIngest({
-      check: (key) => sessions.checkPublish(key),
+      check: (key, holder) => sessions.checkPublish(key, holder),
+      release: (holder) => sessions.releaseHold(holder),
       tickets: bridges,
       registry: processes,
       ffmpegPath: ffmpeg?.path,
@@ -265,6 +267,28 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
     });
     const whipIngest = whip;
     undo.push(() => whipIngest.close());
+    if (config.srt) {
+      const { ports } = config.srt;
+      const srtIngest = (srt = new SrtIngest({
+        streams: () => keys.all(),
+        assignPort: async (streamId) => {
+          await store.transaction(async (tx) => {
+            await lockKey(tx.db, "srt-ports");
+            await tx.streams.assignSrtPort(streamId, ports);
+          });
+          await keys.refresh(streamId);
+        },
+        tickets: bridges,
+        registry: processes,
+        ffmpegPath: ffmpeg?.path,
+        bindHost: config.host,
+        latencyMs: config.srt.latencyMs,
+        rtmpUrl: rtmpLocalUrl,
+        log: log.child({ ingest: "srt" }),
+      }));
+      srtIngest.start();
+      undo.push(() => srtIngest.close());
+    }
   }
   // --- end of live media ---
 
@@ -288,6 +312,17 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
   const adminPort = (admin.address() as AddressInfo).port;
   adminAddress = `${config.adminHost.includes(":") ? `[${config.adminHost}]` : config.adminHost}:${adminPort}`;
 
+  // WHIP on every node that takes publishes (an ingest-only node too); others answer 503.
+  const whipRoutes = whipRouter({
+    whip,
+    iceLinks: iceServerLinks(config.webrtc.iceServers, config.webrtc.iceUsername, config.webrtc.iceCredential),
+    publicIceLinks: iceServerLinks(config.webrtc.iceServers),
+    streamState: (streamId) => {
+      const live = sessions.liveSession(streamId);
+      const health = sessions.health(streamId);
+      return { isActive: live?.isLive ?? false, ...(health ? { isHealthy: health.isHealthy, issues: health.issues } : {}) };
+    },
+  });
   // Live HLS of a stream another node packages is passed to that node (several nodes only).
   const hls = hlsRouter(store, hlsDir, liveHls, store.db.dialect === "postgres" ? remoteLiveNode(store, config.nodeId) : undefined);
   const pages = [
@@ -298,15 +333,8 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
     ...operatorRouters,
     playerRouter(store, signRecording),
     dashboardRouter(() => rtmpPublicUrl(config, rtmpPort)),
-    whipRouter({
-      whip,
-      iceLinks: iceServerLinks(config.webrtc.iceServers, config.webrtc.iceUsername, config.webrtc.iceCredential),
-      streamState: (streamId) => {
-        const live = sessions.liveSession(streamId);
-        const health = sessions.health(streamId);
-        return { isActive: live?.isLive ?? false, ...(health ? { isHealthy: health.isHealthy, issues: health.issues } : {}) };
-      },
-    }),
+    broadcastRouter(),
+    whipRoutes,
   ];
   // With Redis, every API node counts the same bucket per key (a key behind N nodes must not get N times its rate).
   const rateRedis = config.redisUrl && has("api") ? sharedRateRedis(config.redisUrl) : undefined;
@@ -316,8 +344,8 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
     : undefined;
   // A node without the api role serves HLS only: other nodes pass their viewers' requests to it.
   const app = has("api")
-    ? createApp({ store, log, publicUrl: () => resolvedPublicUrl, signRecording, live: sessions, limits: config.limits, outbound, rateLimiter }, pages, metrics)
-    : express().disable("x-powered-by").use(hls, livenessRouter());
+    ? createApp({ store, log, publicUrl: () => resolvedPublicUrl, signRecording, live: sessions, limits: config.limits, outbound, rateLimiter, srt: srtUrls(config, () => rtmpPort) }, pages, metrics)
+    : express().disable("x-powered-by").use(hls, whipRoutes, livenessRouter());
   const publicServer = createPublicServer(app, config.tls);
   await listen(publicServer.server, config.port, config.host);
   undo.push(() => publicServer.close(1_000));
@@ -368,6 +396,7 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
         await finalizeStopped;
         // WebRTC peers closed (their bridges' publishes end), then the live sessions.
         await whip?.close();
+        await srt?.close();
         // Live sessions next: publishers disconnected, playlists ended, isActive false and
         // stream.idle raised while the event sink still takes events.
         await sessions.shutdown();
@@ -387,6 +416,19 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
         await store.close();
         lock.release();
       })()),
+  };
+}
+
+/** SRT_PORTS set: the ports streams get and the URL callers use (SRT_PUBLIC_HOST, else RTMP_PUBLIC_URL's or PUBLIC_URL's host). */
+function srtUrls(config: Config, rtmpPort: () => number): ApiDeps["srt"] {
+  const { srt } = config;
+  if (!srt) return undefined;
+  return {
+    ports: srt.ports,
+    url: (port, passphrase) => {
+      const host = srt.publicHost ?? new URL(config.rtmpPublicUrlSetting ?? config.publicUrlSetting ?? rtmpPublicUrl(config, rtmpPort())).hostname;
+      return `srt://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}?passphrase=${encodeURIComponent(passphrase)}&latency=${srt.latencyMs * 1000}`;
+    },
   };
 }
 

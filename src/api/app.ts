@@ -45,6 +45,11 @@ function authenticator(deps: ApiDeps) {
   };
 }
 
+/** A request's path for the log: without its query, and without the stream key of a WHIP URL (`/webrtc/<key>`). */
+export function loggablePath(originalUrl: string): string {
+  return originalUrl.split("?")[0]!.replace(/^\/webrtc\/[^/]+/, "/webrtc/<stream key>");
+}
+
 const hasBody = (req: Request) =>
   req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] ?? "0") !== "0";
 
@@ -89,7 +94,7 @@ export function createApp(deps: ApiDeps, more: express.Router[] = [], metrics?: 
       // a new series per object.
       metrics?.httpRequest(req.method, routeLabel(req.baseUrl, req.route?.path), res.statusCode, ms / 1000);
       // originalUrl: req.path is relative to the router that last handled the request.
-      deps.log.debug({ method: req.method, path: req.originalUrl.split("?")[0], status: res.statusCode, ms: Math.round(ms * 10) / 10 }, "http request");
+      deps.log.debug({ method: req.method, path: loggablePath(req.originalUrl), status: res.statusCode, ms: Math.round(ms * 10) / 10 }, "http request");
     });
     next();
   });
@@ -121,7 +126,7 @@ export function createApp(deps: ApiDeps, more: express.Router[] = [], metrics?: 
       return;
     }
     // A 500 is a bug: say so to the client briefly and to the operator fully.
-    deps.log.error({ err, method: req.method, path: req.originalUrl.split("?")[0] }, "unexpected error while handling a request");
+    deps.log.error({ err, method: req.method, path: loggablePath(req.originalUrl) }, "unexpected error while handling a request");
     res.status(500).json({ errors: ["internal error; the server log has the details"] });
   });
   return app;

@@ -19,4 +19,6 @@ export interface ApiDeps {
   outbound?: OutboundPolicy;
   /** The API rate limit's buckets (shared through Redis by several nodes); this process's own when absent. */
   rateLimiter?: RateLimiter;
+  /** SRT ingest (SRT_PORTS): streams get a listener port from `ports`, shown as `srtUrl`. */
+  srt?: { ports: { first: number; last: number }; url(port: number, passphrase: string): string };
 }

@@ -27,6 +27,11 @@ export function newStreamKey(): string {
   return `${s.slice(0, 4)}-${s.slice(4, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}`;
 }
 
+/** An SRT passphrase: 24 characters (SRT takes 10 to 79), safe in a URL's query unescaped. */
+export function newSrtPassphrase(): string {
+  return randomChars(BASE36, 24);
+}
+
 /** DESIGN.md: 16 random characters (lower-case base36 keeps them URL- and path-safe). */
 export function newPlaybackId(): string {
   return randomChars(BASE36, 16);

@@ -25,6 +25,9 @@ export interface StreamRecord extends SegmentCounters {
   deletedAt: number | null;
   /** Seconds a session waits for its publisher to come back; null: RECONNECT_WINDOW_SECONDS. */
   reconnectWindow: number | null;
+  /** SRT ingest (SRT_PORTS): the stream's listener port and the passphrase callers need. */
+  srtPort: number | null;
+  srtPassphrase: string | null;
 }
 
 export type RecordingStatus = "waiting" | "ready" | "failed" | "deleted" | "none";

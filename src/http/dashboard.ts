@@ -17,13 +17,13 @@ export function renderDashboard(rtmpUrl: string): string {
 <button type="button" id="forget" hidden>Forget key</button>
 </form>
 </header>
-<p class="ingest">RTMP ingest: <code>${escapeHtml(rtmpUrl)}</code> + <code>/&lt;stream key&gt;</code></p>
+<p class="ingest">RTMP ingest: <code>${escapeHtml(rtmpUrl)}</code> + <code>/&lt;stream key&gt;</code> · WHIP: <code>/whip</code> with <code>Authorization: Bearer &lt;stream key&gt;</code> · <a href="/broadcast">Go live from this browser</a></p>
 <p id="message" class="error" hidden></p>
 <section id="content" hidden>
 <h2>Streams</h2>
 <table id="streams"><thead><tr><th>Name</th><th>Status</th><th>Ingest</th><th>Playback</th></tr></thead><tbody></tbody></table>
 <h2>Sessions and recordings</h2>
-<table id="sessions"><thead><tr><th>Stream</th><th>Started</th><th>Length</th><th>Recording</th><th></th></tr></thead><tbody></tbody></table>
+<table id="sessions"><thead><tr><th>Stream</th><th>Started</th><th>Length</th><th>Protocol</th><th>Recording</th><th></th></tr></thead><tbody></tbody></table>
 <h2>Webhook deliveries</h2>
 <div id="webhooks"></div>
 </section>

@@ -5,3 +5,4 @@ export { playerRouter } from "./player";
 export { operatorGate } from "./operator";
 export { closeGracefully, createPublicServer, type PublicServer, type TlsFiles } from "./publicServer";
 export { whipRouter, type WhipRoutesDeps } from "./whip";
+export { broadcastRouter, renderBroadcast } from "./broadcast";

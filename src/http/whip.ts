@@ -22,8 +22,10 @@ class WhipHttpError extends Error {
 export interface WhipRoutesDeps {
   /** Undefined on a node without the ingest role. */
   whip: WhipIngest | undefined;
-  /** `Link` values of the configured ICE servers. */
+  /** `Link` values of the configured ICE servers, with TURN credentials (the 201 only). */
   iceLinks: string[];
+  /** The same without credentials, for anyone who asks (OPTIONS). */
+  publicIceLinks: string[];
   /** The live state of a stream for the resource's GET (the broadcast page's indicator). */
   streamState(streamId: string): { isActive: boolean; isHealthy?: boolean; issues?: string[] };
 }
@@ -46,7 +48,8 @@ export function whipRouter(deps: WhipRoutesDeps): express.Router {
   router.use(["/whip", "/webrtc"], cors);
 
   const endpointOptions = (_req: Request, res: Response) => {
-    for (const link of deps.iceLinks) res.append("link", link);
+    // Unauthenticated (a CORS preflight carries no Authorization): no TURN credentials here.
+    for (const link of deps.publicIceLinks) res.append("link", link);
     res.set({ allow: "POST, OPTIONS", "accept-post": "application/sdp" }).status(204).end();
   };
   router.options("/whip", endpointOptions);
@@ -54,6 +57,9 @@ export function whipRouter(deps: WhipRoutesDeps): express.Router {
 
   const readOffer = express.text({ type: "application/sdp", limit: OFFER_LIMIT_BYTES });
   const publish = (keyOf: (req: Request) => string | undefined) => async (req: Request, res: Response) => {
+    if (req.get("content-length") === "0" || (req.get("content-length") === undefined && req.get("transfer-encoding") === undefined)) {
+      throw new WhipHttpError(400, ["the body must be an SDP offer (application/sdp)"]);
+    }
     if (!req.is("application/sdp")) {
       throw new WhipHttpError(415, [`content-type must be application/sdp (a WHIP offer), got ${req.get("content-type") ?? "none"}`]);
     }
@@ -62,7 +68,9 @@ export function whipRouter(deps: WhipRoutesDeps): express.Router {
     if (!deps.whip) throw new WhipHttpError(503, ["this node does not take publishes (ONAIR_ROLES has no ingest): send WHIP to an ingest node"]);
     if (typeof req.body !== "string" || req.body === "") throw new WhipHttpError(400, ["the body must be an SDP offer"]);
     try {
-      const { id, answer } = await deps.whip.publish(key, req.body);
+      const whip = deps.whip;
+      const { id, answer } = await whip.publish(key, req.body);
+      res.once("finish", () => whip.answered(id));
       for (const link of deps.iceLinks) res.append("link", link);
       // A Buffer: Express would add a charset to a string's content type, which WHIP clients compare exactly.
       res.status(201).set({ location: `/whip/${id}`, etag: `"${id}"`, "content-type": "application/sdp" }).send(Buffer.from(answer));
@@ -103,6 +111,9 @@ export function whipRouter(deps: WhipRoutesDeps): express.Router {
   router.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
     if (err instanceof WhipHttpError) return void res.status(err.status).set(err.headers).json({ errors: err.errors });
     if ((err as { type?: unknown }).type === "entity.too.large") return void res.status(413).json({ errors: [`the offer is larger than ${OFFER_LIMIT_BYTES} bytes`] });
+    // The router's own refusals (a path segment that is not valid percent-encoding): the client's fault.
+    const status = (err as { status?: unknown }).status;
+    if (typeof status === "number" && status >= 400 && status < 500) return void res.status(status).json({ errors: ["malformed request"] });
     next(err);
   });
   return router;

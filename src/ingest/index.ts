@@ -16,3 +16,4 @@ export { isVideoKeyframe, PublishStats, type PublishStatsView } from "./publishS
 export { BridgeTickets, type BridgedPublish } from "./bridges";
 export * from "./webrtc";
 export { buildRtpBridgeArgs, buildSrtBridgeArgs, srtListenerUrl } from "./bridgeArgs";
+export * from "./srt";

@@ -32,6 +32,8 @@ export interface SupervisedProcessOptions {
   cwd?: string;
   onOutput?(index: number, chunk: Buffer): void;
   tailLines?: number;
+  /** Values masked wherever the arguments are logged (an SRT passphrase). */
+  secrets?: string[];
 }
 
 /**
@@ -92,7 +94,8 @@ export class SupervisedProcess {
       });
     });
     registry.add(this);
-    opts.log.debug({ process: opts.name, pid: this.pid, args: opts.args.join(" ") }, `${opts.name} started`);
+    const shown = (opts.secrets ?? []).reduce((args, secret) => args.split(secret).join("<secret>"), opts.args.join(" "));
+    opts.log.debug({ process: opts.name, pid: this.pid, args: shown }, `${opts.name} started`);
   }
 
   get running(): boolean {

@@ -82,8 +82,11 @@ export class SessionManager implements IngestHandlers, LiveControl {
     // place: a reconnect or a new publisher replacing the old one is not counted again.
     if (this.byStream.has(stream.id) || this.isOpening(stream.id)) return { stream };
     // Open sessions and publishes admitted but not started yet, this one's own place aside.
-    const holding = [...[...this.byStream.values()].map((s) => s.stream), ...this.opening.values()];
-    for (const [id, s] of this.pending) if (id !== publisherId && s.id !== stream.id) holding.push(s);
+    // One place per stream, however many publishes hold it (a WHIP publish and its bridge's).
+    const held = new Map<string, StreamRecord>();
+    for (const s of [...[...this.byStream.values()].map((r) => r.stream), ...this.opening.values()]) held.set(s.id, s);
+    for (const [id, s] of this.pending) if (id !== publisherId && s.id !== stream.id) held.set(s.id, s);
+    const holding = [...held.values()];
     const max = this.deps.maxLiveStreamsPerUser;
     if (max !== undefined) {
       const live = new Set(holding.filter((s) => s.userId === stream.userId).map((s) => s.id)).size;
@@ -100,15 +103,28 @@ export class SessionManager implements IngestHandlers, LiveControl {
    * (WHIP): the same decision as an RTMP publish's, as a status. A stream live on this node
    * is taken over by the new publisher, as with RTMP; one live on another node is a 409.
    */
-  async checkPublish(streamKey: string): Promise<{ stream: StreamRecord } | { status: 401 | 403 | 409 | 503; reason: string }> {
+  async checkPublish(streamKey: string, holder: string): Promise<{ stream: StreamRecord } | { status: 401 | 403 | 409 | 503; reason: string }> {
     const indexed = this.deps.keys.lookup(streamKey);
     if (!indexed) return { status: 401, reason: "unknown stream key" };
     if (indexed.suspended) return { status: 403, reason: `stream ${indexed.id} is suspended` };
-    const decision = this.decide(streamKey, "");
+    const decision = this.decide(streamKey, holder);
     if ("refusal" in decision) return { status: 503, reason: decision.refusal.reason };
-    const holder = this.byStream.has(indexed.id) ? undefined : await this.deps.store.nodes.holder(indexed.id, Date.now());
-    if (holder !== undefined && holder !== this.deps.nodeId) return { status: 409, reason: `stream ${indexed.id} is live on another node (${holder})` };
+    // Its place is held while the lease is looked at, and from the answer to its bridge's publish.
+    this.pending.set(holder, decision.stream);
+    const leaseHolder = this.byStream.has(indexed.id) ? undefined : await this.deps.store.nodes.holder(indexed.id, Date.now()).catch((err: unknown) => {
+      this.pending.delete(holder);
+      throw err;
+    });
+    if (leaseHolder !== undefined && leaseHolder !== this.deps.nodeId) {
+      this.pending.delete(holder);
+      return { status: 409, reason: `stream ${indexed.id} is live on another node (${leaseHolder})` };
+    }
     return decision;
+  }
+
+  /** A place held by checkPublish is given up (the publish ended, or its bridge publishes now). */
+  releaseHold(holder: string): void {
+    this.pending.delete(holder);
   }
 
   async onPublishStart(publisherId: string, streamKey: string, protocol: IngestProtocol = "rtmp"): Promise<Refusal | undefined> {

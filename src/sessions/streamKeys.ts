@@ -45,6 +45,11 @@ export class StreamKeyIndex {
     return s?.streamKey && secretsEqual(s.streamKey, streamKey) ? s : undefined;
   }
 
+  /** Every publishable stream (the SRT ingest arms a listener for each). */
+  all(): StreamRecord[] {
+    return [...this.byKeyHash.values()];
+  }
+
   /** Re-reads one stream (created, suspended, resumed, deleted, changed). */
   async refresh(streamId: string): Promise<void> {
     const s = await this.store.streams.get(streamId);

@@ -36,6 +36,10 @@ export const streamObject = z
     createdAt: z.number(),
     parentId: z.string().optional().describe("present only on historic child stream objects"),
     streamKey: z.string().optional().describe("parent streams only"),
+    srtUrl: z
+      .string()
+      .optional()
+      .describe("SRT ingest (when the server has SRT_PORTS): srt://host:port?passphrase=…&latency=…, for OBS or ffmpeg in caller mode; a streamid is accepted and ignored"),
     playbackId: z.string().optional(),
     isActive: z.boolean(),
     lastSeen: z.number(),

@@ -4,13 +4,12 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { pushTestStream, waitFor, type Push } from "../helpers/media";
 import { apiClient, startTestServer, tempDir, type Api, type TestServer } from "../helpers/server";
 import { startReceiver, type Receiver } from "../helpers/receiver";
+import { CHROMIUM, CHROMIUM_ARGS, haveChromium, openPage as openBrowserPage } from "../helpers/browser";
 
 // The player page and the dashboard in a real headless Chromium (Debian's, never a downloaded
 // one), against a real server with a real RTMP push. Page-side code is passed as strings: the
 // project's type check has no DOM library.
 
-const CHROMIUM = "/usr/bin/chromium";
-const haveChromium = fs.existsSync(CHROMIUM);
 if (!haveChromium) console.warn(`browser tests skipped: no Chromium at ${CHROMIUM} (apt-get install chromium; .ci/run installs it)`);
 const inChromium = haveChromium ? it : it.skip;
 
@@ -36,7 +35,7 @@ beforeAll(async () => {
   if (haveChromium) {
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      args: CHROMIUM_ARGS,
     });
   }
 });
@@ -47,18 +46,7 @@ afterAll(async () => {
   console.log(`browser test screenshots: ${shots}`);
 });
 
-/** A page that fails the test on any script error or Content-Security-Policy refusal. */
-async function openPage(url: string): Promise<{ page: Page; problems: string[] }> {
-  const page = await browser!.newPage({ viewport: { width: 1024, height: 700 } });
-  const problems: string[] = [];
-  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-  page.on("console", (m) => {
-    if (m.type() === "error" && /Content.Security.Policy/i.test(m.text())) problems.push(`CSP: ${m.text()}`);
-  });
-  const res = await page.goto(url);
-  expect(res?.status()).toBe(200);
-  return { page, problems };
-}
+const openPage = (url: string) => openBrowserPage(browser!, url);
 
 async function screenshot(page: Page, name: string): Promise<void> {
   const file = path.join(shots, `${name}.png`);

@@ -19,6 +19,8 @@ const stream: StreamRecord = {
   playbackPolicy: null,
   lastTerminatedAt: null,
   reconnectWindow: null,
+  srtPort: null,
+  srtPassphrase: null,
   deletedAt: null,
   sourceSegments: 3,
   transcodedSegments: 6,

@@ -6,7 +6,7 @@ import { iceServerLinks, OfferError, restrictOffer, rtpInputSdp, withPublicAddre
 const CHROME_OFFER = [
   "v=0", "o=- 1 2 IN IP4 127.0.0.1", "s=-", "t=0 0", "a=group:BUNDLE 0 1",
   "m=audio 9 UDP/TLS/RTP/SAVPF 111 63 9", "c=IN IP4 0.0.0.0", "a=mid:0", "a=sendonly", "a=ice-ufrag:abcd", "a=ice-pwd:0123456789012345678901",
-  "a=rtpmap:111 opus/48000/2", "a=rtcp-fb:111 transport-cc", "a=fmtp:111 minptime=10;useinbandfec=1", "a=rtpmap:63 red/48000/2", "a=rtpmap:9 G722/8000",
+  "a=candidate:1 1 udp 2122260223 127.0.0.1 50000 typ host", "a=end-of-candidates", "a=rtpmap:111 opus/48000/2", "a=rtcp-fb:111 transport-cc", "a=fmtp:111 minptime=10;useinbandfec=1", "a=rtpmap:63 red/48000/2", "a=rtpmap:9 G722/8000",
   "m=video 9 UDP/TLS/RTP/SAVPF 96 97 102 103 106 107", "c=IN IP4 0.0.0.0", "a=mid:1", "a=sendonly",
   "a=rtpmap:96 VP8/90000", "a=rtcp-fb:96 nack", "a=rtpmap:97 rtx/90000", "a=fmtp:97 apt=96",
   "a=rtpmap:102 H264/90000", "a=rtcp-fb:102 nack pli", "a=fmtp:102 level-asymmetry-allowed=1;packetization-mode=0;profile-level-id=42e01f",
@@ -25,6 +25,15 @@ describe("restrictOffer", () => {
     for (const gone of ["VP8", "rtx", "red/", "G722", "a=rtpmap:103", "a=fmtp:102", "ssrc-group"]) expect(r.sdp).not.toContain(gone);
     expect(r.sdp).toContain("a=rtcp-fb:106 nack pli");
     expect(r.sdp).toContain("a=ice-pwd:0123456789012345678901");
+    // Candidates wait for the answer to have gone out.
+    expect(r.candidates).toEqual([{ mid: "0", candidate: "candidate:1 1 udp 2122260223 127.0.0.1 50000 typ host" }]);
+    expect(r.sdp).not.toMatch(/a=candidate|a=end-of-candidates/);
+  });
+
+  it("treats audio that does not send as no audio, and media types in any case", () => {
+    const r = restrictOffer("v=0\r\nm=Video 9 RTP/AVP 96\r\na=mid:0\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\nm=audio 9 RTP/AVP 111\r\na=mid:1\r\na=recvonly\r\na=rtpmap:111 opus/48000/2\r\n");
+    expect(r.video.payloadType).toBe(96);
+    expect(r.audio).toBeUndefined();
   });
 
   it.each([
@@ -36,6 +45,8 @@ describe("restrictOffer", () => {
     ["PCMU audio", "v=0\r\nm=video 9 RTP/AVP 96\r\na=mid:0\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\nm=audio 9 RTP/AVP 0\r\na=mid:1\r\na=rtpmap:0 PCMU/8000\r\n", /Opus/],
     ["no mid", "v=0\r\nm=video 9 RTP/AVP 96\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\n", /a=mid/],
     ["too large", "v=0\r\n" + "a=x\r\n".repeat(20_000), /64 KiB/],
+    ["a text section", "v=0\r\nm=video 9 RTP/AVP 96\r\na=mid:0\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\nm=text 9 RTP/AVP 98\r\na=mid:1\r\n", /not "text"/],
+    ["a mid with a space", "v=0\r\nm=video 9 RTP/AVP 96\r\na=mid: 0\r\na=rtpmap:96 H264/90000\r\na=fmtp:96 packetization-mode=1\r\n", /a=mid/],
   ])("refuses %s", (_what, offer, message) => {
     expect(() => restrictOffer(offer)).toThrow(OfferError);
     expect(() => restrictOffer(offer)).toThrow(message);

@@ -62,8 +62,11 @@ function checkCaps(
 export function streamRoutes(deps: ApiDeps): Route[] {
   const { store } = deps;
   const limits = deps.limits ?? DEFAULT_LIMITS;
-  const present = async (s: StreamRecord) =>
-    presentStream(s, s.parentId ? [] : await store.streamTargets.listForStream(s.id), s.isActive ? deps.live.rates(s.id) : undefined, deps.live.health(s.id));
+  const present = async (s: StreamRecord) => {
+    const json = presentStream(s, s.parentId ? [] : await store.streamTargets.listForStream(s.id), s.isActive ? deps.live.rates(s.id) : undefined, deps.live.health(s.id));
+    // The API's view only (webhook payloads carry no ingest secrets).
+    return deps.srt && s.srtPort !== null && s.srtPassphrase !== null && !s.parentId ? { ...json, srtUrl: deps.srt.url(s.srtPort, s.srtPassphrase) } : json;
+  };
 
   /** The caller's stream, parent or child; anything else is a 404. */
   const owned = async (userId: string, id: string) => {
@@ -98,9 +101,13 @@ export function streamRoutes(deps: ApiDeps): Route[] {
           checkUserCap(await tx.streams.countOwned(userId), 1, limits.maxStreamsPerUser, "streams", "MAX_STREAMS_PER_USER");
           const s = await tx.streams.create({ userId, name: body.name, profiles, record: body.record ?? false, playbackPolicy: policy ?? null, reconnectWindow: body.reconnectWindow ?? null });
           if (body.multistream) await tx.streamTargets.replaceForStream(s.id, await resolveTargetRefs(tx, userId, body.multistream, profiles, limits.maxTargetsPerUser));
+          if (deps.srt) {
+            await lockKey(tx.db, "srt-ports");
+            if ((await tx.streams.assignSrtPort(s.id, deps.srt.ports)) === undefined) deps.log.warn({ streamId: s.id }, "every SRT port (SRT_PORTS) is taken: the stream has no SRT ingest");
+          }
           // Ingest nodes learn the new key.
           await deps.live.announce(tx.db, { streamId: s.id, change: "changed" });
-          return s;
+          return deps.srt ? (await tx.streams.get(s.id))! : s;
         });
         deps.log.info({ streamId: stream.id, userId }, "stream created");
         return { status: 201, body: await present(stream) };

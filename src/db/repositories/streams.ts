@@ -1,6 +1,6 @@
 import type { Sql } from "../sql";
 import { countersOf, type CounterColumns } from "./counters";
-import { newId, newPlaybackId, newStreamKey, secretsEqual, sha256Hex } from "../ids";
+import { newId, newPlaybackId, newSrtPassphrase, newStreamKey, secretsEqual, sha256Hex } from "../ids";
 import type { Profile } from "../../shapes";
 import type { Page, PlaybackPolicy, StreamRecord } from "../types";
 import { selectPage, type PageRequest } from "./page";
@@ -23,6 +23,8 @@ interface Row extends CounterColumns {
   last_terminated_at: number | null;
   deleted_at: number | null;
   reconnect_window: number | null;
+  srt_port: number | null;
+  srt_passphrase: string | null;
 }
 
 export function toStreamRecord(r: Row): StreamRecord {
@@ -45,6 +47,8 @@ export function toStreamRecord(r: Row): StreamRecord {
     lastTerminatedAt: r.last_terminated_at,
     deletedAt: r.deleted_at,
     reconnectWindow: r.reconnect_window,
+    srtPort: r.srt_port ?? null,
+    srtPassphrase: r.srt_passphrase ?? null,
   };
 }
 
@@ -104,6 +108,23 @@ export class StreamsRepository {
       ],
     );
     return (await this.get(id))!;
+  }
+
+  /**
+   * Gives a parent stream the lowest free port of `range` for its SRT listener, and a passphrase,
+   * unless it has one; returns its port (undefined when the range is used up). Callers on
+   * PostgreSQL hold the `srt-ports` lock, so two streams never pick the same port at once.
+   */
+  async assignSrtPort(streamId: string, range: { first: number; last: number }): Promise<number | undefined> {
+    const current = await this.q.get<{ srt_port: number | null }>("SELECT srt_port FROM streams WHERE id = ? AND parent_id IS NULL AND deleted_at IS NULL", [streamId]);
+    if (!current) return undefined;
+    if (current.srt_port !== null) return current.srt_port;
+    const used = new Set((await this.q.all<{ srt_port: number }>("SELECT srt_port FROM streams WHERE srt_port IS NOT NULL")).map((r) => r.srt_port));
+    let port = range.first;
+    while (port <= range.last && used.has(port)) port++;
+    if (port > range.last) return undefined;
+    await this.q.run("UPDATE streams SET srt_port = ?, srt_passphrase = ? WHERE id = ? AND srt_port IS NULL", [port, newSrtPassphrase(), streamId]);
+    return port;
   }
 
   /** A stream that has not been deleted, parent or child. */
@@ -198,7 +219,8 @@ export class StreamsRepository {
    */
   async softDelete(id: string, at = Date.now()): Promise<void> {
     await this.q.transaction(async (q) => {
-      await q.run("UPDATE streams SET deleted_at = ? WHERE (id = ? OR parent_id = ?) AND deleted_at IS NULL", [at, id, id]);
+      // Its SRT port goes back to the pool.
+      await q.run("UPDATE streams SET deleted_at = ?, srt_port = NULL WHERE (id = ? OR parent_id = ?) AND deleted_at IS NULL", [at, id, id]);
       await q.run("DELETE FROM stream_targets WHERE stream_id = ?", [id]);
     });
   }

@@ -10,8 +10,13 @@ export interface OfferedTrack {
 }
 
 export interface RestrictedOffer {
-  /** The offer with every format but the chosen ones removed: the answer can only pick those. */
+  /**
+   * The offer with every format but the chosen ones removed (the answer can only pick those),
+   * and without its ICE candidates: those are given to the peer once the answer has gone out.
+   */
   sdp: string;
+  /** The offer's candidates (`candidate:…`, by mid). */
+  candidates: { mid: string; candidate: string }[];
   video: OfferedTrack;
   audio: (OfferedTrack & { channels: number }) | undefined;
 }
@@ -82,7 +87,7 @@ function keepFormat(s: Section, pt: number): Section {
 }
 
 function mediaType(s: Section): string {
-  return s.lines[0]!.slice(2).split(" ")[0]!;
+  return s.lines[0]!.slice(2).split(" ")[0]!.toLowerCase();
 }
 
 function direction(s: Section): string {
@@ -107,6 +112,9 @@ export function restrictOffer(offer: string): RestrictedOffer {
   }
   const videos = sections.filter((s) => mediaType(s) === "video");
   const audios = sections.filter((s) => mediaType(s) === "audio");
+  // A data channel (application) may come along; any other kind of media may not.
+  const other = sections.find((s) => !["video", "audio", "application"].includes(mediaType(s)));
+  if (other) throw new OfferError(`the offer may carry video, audio and a data channel only, not "${mediaType(other)}"`);
   if (videos.length !== 1) throw new OfferError(`the offer must carry one video track, it has ${videos.length}`);
   if (audios.length > 1) throw new OfferError(`the offer may carry one audio track, it has ${audios.length}`);
 
@@ -122,7 +130,8 @@ export function restrictOffer(offer: string): RestrictedOffer {
   const video: OfferedTrack = { mid: midOf(v), payloadType: chosen.pt, fmtp: fmtpOf(v, chosen.pt) };
 
   let audio: RestrictedOffer["audio"];
-  const a = audios[0];
+  // Audio that does not send (no microphone) is as good as none: the bridge maps no audio.
+  const a = audios.find((s) => ["sendonly", "sendrecv"].includes(direction(s)));
   if (a) {
     const opus = [...rtpmaps(a)].find(([, [codec, clock]]) => codec === "opus" && clock === 48000);
     if (!opus) throw new OfferError("the offer's audio is not Opus: onair ingests Opus audio from WebRTC");
@@ -130,13 +139,26 @@ export function restrictOffer(offer: string): RestrictedOffer {
   }
 
   const kept = sections.map((s) => (s === v ? keepFormat(s, video.payloadType) : s === a ? keepFormat(s, audio!.payloadType) : s));
-  return { sdp: [...session, ...kept.flatMap((s) => s.lines)].join("\r\n") + "\r\n", video, audio };
+  // Candidates are held back: a peer that has them starts its connectivity checks at once, and
+  // they would reach the publisher before the answer does, to an agent not ready for them.
+  // The publisher's own checks find the way meanwhile.
+  const candidates: RestrictedOffer["candidates"] = [];
+  for (const s of kept) {
+    const mid = attrs(s, "mid")[0];
+    s.lines = s.lines.filter((l) => {
+      if (l === "a=end-of-candidates") return false;
+      if (!l.startsWith("a=candidate:")) return true;
+      if (mid !== undefined) candidates.push({ mid, candidate: l.slice(2) });
+      return false;
+    });
+  }
+  return { sdp: [...session, ...kept.flatMap((s) => s.lines)].join("\r\n") + "\r\n", candidates, video, audio };
 }
 
 function midOf(s: Section): string {
   const mid = attrs(s, "mid")[0];
-  if (mid === undefined) throw new OfferError("every media section of the offer needs an a=mid (BUNDLE)");
-  return mid.trim();
+  if (mid === undefined || !/^[A-Za-z0-9_.-]{1,32}$/.test(mid)) throw new OfferError("every media section of the offer needs an a=mid of letters and digits (BUNDLE)");
+  return mid;
 }
 
 /**

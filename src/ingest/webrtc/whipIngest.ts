@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
+import fs from "node:fs";
 import type { Logger } from "../../log";
 import type { ProcessRegistry } from "../../media";
 import type { BridgeTickets } from "../bridges";
 import { OfferError, restrictOffer } from "./sdp";
-import { WhipPublish, type WhipPeerSettings } from "./whipPublish";
+import { PublishEnded, WhipPublish, type WhipPeerSettings } from "./whipPublish";
 
 /** A WHIP request onair refuses: its HTTP status and why. */
 export class WhipRefusal extends Error {
@@ -16,8 +17,12 @@ export class WhipRefusal extends Error {
 }
 
 export interface WhipIngestDeps {
-  /** The admission every protocol shares (SessionManager.checkPublish). */
-  check(streamKey: string): Promise<{ stream: { id: string } } | { status: number; reason: string }>;
+  /**
+   * The admission every protocol shares (SessionManager.checkPublish); an admitted publish
+   * holds its place under `holder` (caps, capacity) until `release(holder)`.
+   */
+  check(streamKey: string, holder: string): Promise<{ stream: { id: string; playbackId: string | null } } | { status: number; reason: string }>;
+  release(holder: string): void;
   tickets: BridgeTickets;
   registry: ProcessRegistry;
   ffmpegPath: string | undefined;
@@ -31,6 +36,7 @@ export interface WhipIngestDeps {
 interface Entry {
   publish: WhipPublish;
   streamId: string;
+  playbackId: string | null;
   createdAt: number;
 }
 
@@ -38,6 +44,8 @@ interface Entry {
 export interface WhipStatus {
   id: string;
   streamId: string;
+  /** Where viewers watch it (/play/<playbackId>). */
+  playbackId: string | null;
   createdAt: number;
   packets: number;
   bytes: number;
@@ -52,7 +60,10 @@ export class WhipIngest {
   private readonly entries = new Map<string, Entry>();
   private closed = false;
 
-  constructor(private readonly deps: WhipIngestDeps) {}
+  constructor(private readonly deps: WhipIngestDeps) {
+    // SDP files a previous run left behind (it died without ending its publishes).
+    fs.rmSync(deps.workDir, { recursive: true, force: true });
+  }
 
   /** Admits and answers an offer: the resource id and the answer SDP, or a WhipRefusal. */
   async publish(streamKey: string, offerText: string): Promise<{ id: string; answer: string; streamId: string }> {
@@ -66,12 +77,16 @@ export class WhipIngest {
         throw err;
       }
     })();
-    const decision = await deps.check(streamKey);
+    const id = randomBytes(18).toString("base64url");
+    const holder = `whip:${id}`;
+    const decision = await deps.check(streamKey, holder);
     if ("reason" in decision) throw new WhipRefusal(decision.status, decision.reason);
-    if (!deps.ffmpegPath) throw new WhipRefusal(503, "ffmpeg is not available on this server");
+    if (this.closed || !deps.ffmpegPath) {
+      deps.release(holder);
+      throw new WhipRefusal(503, this.closed ? "the server is shutting down: publish again in a moment" : "ffmpeg is not available on this server");
+    }
     const streamId = decision.stream.id;
 
-    const id = randomBytes(18).toString("base64url");
     const ticket = deps.tickets.issue({ streamKey, protocol: "webrtc" });
     const log = deps.log.child({ streamId, whipId: id });
     const publish = new WhipPublish(id, offer, {
@@ -82,30 +97,40 @@ export class WhipIngest {
       outputUrl: deps.rtmpUrl(ticket),
       settings: deps.settings,
     });
-    for (const [otherId, other] of this.entries) {
-      if (other.streamId === streamId) other.publish.end("replaced by a newer WebRTC publish of the stream");
-      if (other.streamId === streamId) this.entries.delete(otherId);
-    }
-    this.entries.set(id, { publish, streamId, createdAt: Date.now() });
+    this.entries.set(id, { publish, streamId, playbackId: decision.stream.playbackId, createdAt: Date.now() });
     void publish.ended.then(() => {
       deps.tickets.revoke(ticket);
+      deps.release(holder);
       if (this.entries.get(id)?.publish === publish) this.entries.delete(id);
     });
     try {
       const answer = await publish.start();
+      // Answered: an earlier WebRTC publish of the stream makes way (its bridge's RTMP publish
+      // would be replaced by this one's anyway), as a new RTMP publisher replaces an old one.
+      for (const [otherId, other] of this.entries) {
+        if (otherId === id || other.streamId !== streamId) continue;
+        this.entries.delete(otherId);
+        other.publish.end("replaced by a newer WebRTC publish of the stream");
+      }
       log.info({ video: offer.video.fmtp ?? "h264", audio: offer.audio ? "opus" : "none" }, "WebRTC publish answered");
       return { id, answer, streamId };
     } catch (err) {
       publish.end(`could not answer: ${(err as Error).message}`);
       if (err instanceof OfferError) throw new WhipRefusal(400, err.message);
+      if (err instanceof PublishEnded) throw new WhipRefusal(409, `the publish ended before it was answered: ${err.message}`);
       log.error({ err }, "could not answer a WHIP offer");
       throw new WhipRefusal(500, "the server could not set up the WebRTC session");
     }
   }
 
+  /** The 201 has been sent: the publish's peer may start its connectivity checks. */
+  answered(id: string): void {
+    this.entries.get(id)?.publish.answered();
+  }
+
   status(id: string): WhipStatus | undefined {
     const e = this.entries.get(id);
-    return e && { id, streamId: e.streamId, createdAt: e.createdAt, packets: e.publish.packets, bytes: e.publish.bytes };
+    return e && { id, streamId: e.streamId, playbackId: e.playbackId, createdAt: e.createdAt, packets: e.publish.packets, bytes: e.publish.bytes };
   }
 
   /** DELETE: ends the publish (its session's reconnect window starts); false if unknown. */

@@ -8,6 +8,8 @@ import { buildRtpBridgeArgs } from "../bridgeArgs";
 import { isRtcp, startsH264Keyframe } from "./rtp";
 import { OfferError, rtpInputSdp, withPublicAddress, type RestrictedOffer } from "./sdp";
 
+/** The bridge ffmpeg binds its RTP ports within this (it starts in tens of ms). */
+const BRIDGE_READY_TIMEOUT_MS = 3000;
 /** Until the first keyframe, one is asked for (PLI) this often: the bridge starts on it. */
 const KEYFRAME_REQUEST_MS = 1000;
 /** ICE candidates are gathered before answering (no trickle): within this. */
@@ -49,8 +51,12 @@ export class WhipPublish {
   private bridge: SupervisedProcess | undefined;
   private socket: dgram.Socket | undefined;
   private readonly timers: NodeJS.Timeout[] = [];
+  private readonly tracks: Track[] = [];
   private lastMediaAt = Date.now();
   private keyframeSeen = false;
+  /** ffmpeg has bound its RTP ports: what is sent before that is lost, the first keyframe with it. */
+  private bridgeReady = false;
+  private videoTrack: Track | undefined;
   private sdpFile: string;
   /** RTP packets and bytes received (the page's and the log's figures). */
   packets = 0;
@@ -73,6 +79,7 @@ export class WhipPublish {
   async start(): Promise<string> {
     const { deps, offer } = this;
     const [videoPort, audioPort] = await reserveUdpPairs(offer.audio ? 2 : 1);
+    this.throwIfEnded();
     fs.mkdirSync(deps.workDir, { recursive: true });
     const sdp = rtpInputSdp({
       video: { port: videoPort!, payloadType: offer.video.payloadType, fmtp: offer.video.fmtp },
@@ -87,17 +94,48 @@ export class WhipPublish {
       name: "webrtc bridge",
     });
     void this.bridge.ended.then((end) => this.end(end.requested ? "stopped" : `the bridge exited (${end.stderrTail.slice(-1)[0] ?? `code ${end.code}`})`));
+    const ports = offer.audio ? [videoPort!, audioPort!] : [videoPort!];
+    const started = Date.now();
+    const ready = setInterval(() => {
+      if (!udpPortsBound(ports) && Date.now() - started < BRIDGE_READY_TIMEOUT_MS) return;
+      clearInterval(ready);
+      this.bridgeReady = true;
+      // A keyframe now: the one that may have come before went nowhere.
+      this.guarded(() => void (this.videoTrack?.isOpen() && this.videoTrack.requestKeyframe()));
+    }, 10);
+    this.timers.push(ready);
 
     const socket = (this.socket = dgram.createSocket("udp4"));
     socket.on("error", (err) => deps.log.warn({ err }, "WebRTC forwarding socket error"));
-    await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve));
+    await new Promise<void>((resolve, reject) => {
+      socket.once("error", reject);
+      socket.bind(0, "127.0.0.1", () => {
+        socket.off("error", reject);
+        resolve();
+      });
+    });
+    this.throwIfEnded();
 
     const pc = (this.pc = new PeerConnection(`whip-${this.id}`, deps.settings.rtc));
-    pc.onStateChange((state) => {
-      deps.log.debug({ state }, "WebRTC peer state");
-      if (state === "failed" || state === "closed") this.end(`the peer connection ${state}`);
-    });
-    pc.onTrack((track) => this.receive(track, track.mid() === offer.video.mid ? videoPort! : audioPort!, track.mid() === offer.video.mid));
+    // Native callbacks: a throw in one would take the process down, so none may escape.
+    pc.onStateChange((state) =>
+      this.guarded(() => {
+        deps.log.debug({ state }, "WebRTC peer state");
+        if (state === "failed" || state === "closed") this.end(`the peer connection ${state}`);
+      }),
+    );
+    pc.onTrack((track) =>
+      this.guarded(() => {
+        this.tracks.push(track);
+        const mid = track.mid();
+        if (mid === offer.video.mid) {
+          this.videoTrack = track;
+          this.receive(track, videoPort!, true);
+        }
+        else if (offer.audio && mid === offer.audio.mid) this.receive(track, audioPort!, false);
+        else track.close(); // restrictOffer lets no other media through; never forward one
+      }),
+    );
     try {
       pc.setRemoteDescription(offer.sdp, "offer");
     } catch (err) {
@@ -105,10 +143,12 @@ export class WhipPublish {
       throw new OfferError(`the offer is not usable: ${(err as Error).message}`);
     }
     await this.gathered(pc);
-    if (this.reason) throw new Error(`the publish ended while answering: ${this.reason}`);
+    this.throwIfEnded();
     const answer = pc.localDescription()?.sdp;
     if (!answer) throw new Error("the peer produced no answer");
 
+    // Silence counts from the answer: ICE and DTLS take their moment before any media.
+    this.lastMediaAt = Date.now();
     this.timers.push(
       setInterval(() => {
         const silent = Date.now() - this.lastMediaAt;
@@ -118,36 +158,72 @@ export class WhipPublish {
     return deps.settings.publicIp ? withPublicAddress(answer, deps.settings.publicIp) : answer;
   }
 
+  /**
+   * The answer has reached the publisher: the peer learns the offer's candidates and starts
+   * its own checks (before, they could beat the answer to the publisher).
+   */
+  answered(): void {
+    this.guarded(() => {
+      if (this.isEnded || !this.pc) return;
+      // One media section carries them under BUNDLE; a candidate libdatachannel cannot use is skipped.
+      for (const c of this.offer.candidates) {
+        try {
+          this.pc.addRemoteCandidate(c.candidate, c.mid);
+        } catch (err) {
+          this.deps.log.debug({ err, candidate: c.candidate }, "remote candidate not usable");
+        }
+      }
+    });
+  }
+
+  private throwIfEnded(): void {
+    if (this.reason !== undefined) throw new PublishEnded(this.reason);
+  }
+
+  private guarded(work: () => void): void {
+    try {
+      work();
+    } catch (err) {
+      this.deps.log.error({ err }, "error in a WebRTC callback: publish ended");
+      this.end("internal error");
+    }
+  }
+
   private receive(track: Track, port: number, isVideo: boolean): void {
     const rtcp = new RtcpReceivingSession();
     track.setMediaHandler(rtcp);
-    track.onOpen(() => {
-      track.requestBitrate(RECEIVE_BITRATE);
-      if (!isVideo) return;
-      track.requestKeyframe();
-      const ask = setInterval(() => (this.keyframeSeen || this.isEnded ? clearInterval(ask) : track.requestKeyframe()), KEYFRAME_REQUEST_MS);
-      this.timers.push(ask);
-    });
-    track.onMessage((packet) => {
-      if (this.isEnded || isRtcp(packet)) return;
-      this.lastMediaAt = Date.now();
-      this.packets++;
-      this.bytes += packet.length;
-      if (isVideo && !this.keyframeSeen) {
-        // Nothing before the first keyframe: the bridge could not decode it anyway.
-        if (!startsH264Keyframe(packet)) return;
-        this.keyframeSeen = true;
-        this.deps.log.debug("first keyframe from the WebRTC publisher");
-      }
-      this.socket?.send(packet, port, "127.0.0.1");
-    });
+    track.onOpen(() =>
+      this.guarded(() => {
+        track.requestBitrate(RECEIVE_BITRATE);
+        if (!isVideo) return;
+        track.requestKeyframe();
+        const ask = setInterval(() => this.guarded(() => (this.keyframeSeen || this.isEnded ? clearInterval(ask) : track.requestKeyframe())), KEYFRAME_REQUEST_MS);
+        this.timers.push(ask);
+      }),
+    );
+    track.onMessage((packet) =>
+      this.guarded(() => {
+        if (this.isEnded || isRtcp(packet)) return;
+        this.lastMediaAt = Date.now();
+        this.packets++;
+        this.bytes += packet.length;
+        if (!this.bridgeReady) return;
+        if (isVideo && !this.keyframeSeen) {
+          // Nothing before the first keyframe: the bridge could not decode it anyway.
+          if (!startsH264Keyframe(packet)) return;
+          this.keyframeSeen = true;
+          this.deps.log.debug("first keyframe from the WebRTC publisher");
+        }
+        this.socket?.send(packet, port, "127.0.0.1");
+      }),
+    );
   }
 
   private gathered(pc: PeerConnection): Promise<void> {
     return new Promise((resolve) => {
       const started = Date.now();
       const check = setInterval(() => {
-        if (pc.gatheringState() === "complete" || this.isEnded || Date.now() - started > GATHER_TIMEOUT_MS) {
+        if (this.isEnded || pc.gatheringState() === "complete" || Date.now() - started > GATHER_TIMEOUT_MS) {
           clearInterval(check);
           resolve();
         }
@@ -155,22 +231,54 @@ export class WhipPublish {
     });
   }
 
-  /** Ends the publish (idempotent): the peer closed, the bridge stopped (its RTMP publish ends). */
+  /**
+   * Ends the publish (idempotent): tracks and peer closed (their native callbacks released),
+   * the bridge stopped (its RTMP publish ends), the SDP file removed. Every step is attempted.
+   */
   end(reason: string): void {
     if (this.reason !== undefined) return;
     this.reason = reason;
-    for (const t of this.timers) clearInterval(t);
+    const attempt = (step: () => unknown) => {
+      try {
+        step();
+      } catch (err) {
+        this.deps.log.warn({ err }, "a step of ending a WebRTC publish failed");
+      }
+    };
     try {
-      this.pc?.close();
-    } catch {
-      // already closed
+      for (const t of this.timers) clearInterval(t);
+      for (const track of this.tracks) attempt(() => track.close());
+      attempt(() => this.pc?.close());
+      attempt(() => this.socket?.close());
+      attempt(() => void this.bridge?.stop(2000));
+      attempt(() => fs.rmSync(this.sdpFile, { force: true }));
+      this.deps.log.info({ reason, packets: this.packets, bytes: this.bytes }, "WebRTC publish ended");
+    } finally {
+      this.endWith(reason);
     }
-    this.socket?.close();
-    void this.bridge?.stop(2000);
-    fs.rmSync(this.sdpFile, { force: true });
-    this.deps.log.info({ reason, packets: this.packets, bytes: this.bytes }, "WebRTC publish ended");
-    this.endWith(reason);
   }
+}
+
+/** The publish was ended (replaced, DELETE, shutdown) while it was being answered. */
+export class PublishEnded extends Error {}
+
+/** Whether each of `ports` has a UDP socket bound to it on this machine (Linux's /proc/net/udp{,6}). */
+export function udpPortsBound(ports: number[]): boolean {
+  let table = "";
+  for (const file of ["/proc/net/udp", "/proc/net/udp6"]) {
+    try {
+      table += fs.readFileSync(file, "utf8");
+    } catch {
+      // no IPv6, or not Linux: judged by the other table
+    }
+  }
+  const bound = new Set<number>();
+  for (const line of table.split("\n")) {
+    const local = line.trim().split(/\s+/)[1];
+    const hex = local?.split(":")[1];
+    if (hex) bound.add(parseInt(hex, 16));
+  }
+  return ports.every((p) => bound.has(p));
 }
 
 /**

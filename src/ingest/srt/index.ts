@@ -1,0 +1,1 @@
+export { SrtIngest, type SrtIngestDeps, type SrtStream } from "./srtIngest";
