@@ -68,16 +68,15 @@ async function publish(protocol: Protocol, stream: any, seconds: number): Promis
     const child = srtCaller(stream.srtUrl, seconds);
     return { stop: async () => void child.kill("SIGKILL") };
   }
-  const started = performance.now();
   const client: WhipClient = await whipPublish(`${origin}/whip`, { bearer: stream.streamKey, seconds });
   if (client.status !== 201) throw new Error(`WHIP answered ${client.status}: ${client.body}`);
-  return { answerMs: performance.now() - started, stop: async () => void (await client.stop()) };
+  return { answerMs: client.answerMs, stop: async () => void (await client.stop()) };
 }
 
+/** isActive turns true once every rendition has its first segment: the URL plays (the playlist of the last session still answers before). */
 async function playable(stream: any, since: number): Promise<number> {
-  const url = server!.apiUrl.replace(/\/api$/, `/hls/${stream.playbackId}/index.m3u8`);
   for (;;) {
-    if ((await fetch(url)).status === 200) return performance.now() - since;
+    if ((await api("GET", `/stream/${stream.id}`)).isActive) return performance.now() - since;
     if (performance.now() - since > 30_000) throw new Error(`${stream.name}: not playable after 30 s`);
     await sleep(25);
   }
@@ -87,13 +86,20 @@ async function idle(stream: any): Promise<void> {
   for (let i = 0; i < 200 && (await api("GET", `/stream/${stream.id}`)).isActive; i++) await sleep(100);
 }
 
-/** CPU seconds per second of onair's process and of its ffmpeg children other than the ladder's. */
-function cpuSample(): { onair: number; bridges: number } {
+/** CPU seconds of onair's process and of the bridge ffmpeg of this stream (none for RTMP). */
+function cpuSample(protocol: Protocol, stream: any): { onair: number; bridges: number } {
   const pids = spawnSync("pgrep", ["-P", String(server!.pid)], { encoding: "utf8" }).stdout.split("\n").filter(Boolean).map(Number);
+  const srtPort = protocol === "srt" ? new URL(stream.srtUrl).port : undefined;
   let bridges = 0;
   for (const pid of pids) {
-    const cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
-    if (/\.sdp\0|srt:\/\//.test(cmd)) bridges += processCpuSeconds(pid) ?? 0;
+    let cmd = "";
+    try {
+      cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    } catch {
+      continue;
+    }
+    const ours = protocol === "whip" ? /\.sdp\0/.test(cmd) : protocol === "srt" ? cmd.includes(`srt://127.0.0.1:${srtPort}?`) : false;
+    if (ours) bridges += processCpuSeconds(pid) ?? 0;
   }
   return { onair: processCpuSeconds(server!.pid) ?? 0, bridges };
 }
@@ -125,9 +131,9 @@ async function main(): Promise<void> {
     const pub = await publish(p, streams[p], CPU_SECONDS + 20);
     await playable(streams[p], performance.now());
     await sleep(3000);
-    const a = cpuSample();
+    const a = cpuSample(p, streams[p]);
     await sleep(CPU_SECONDS * 1000);
-    const b = cpuSample();
+    const b = cpuSample(p, streams[p]);
     cpu[p] = { onair: (b.onair - a.onair) / CPU_SECONDS, bridges: (b.bridges - a.bridges) / CPU_SECONDS };
     await pub.stop();
     await idle(streams[p]);

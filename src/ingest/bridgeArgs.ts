@@ -50,5 +50,11 @@ export function srtListenerUrl(o: Pick<SrtBridgeInput, "host" | "port" | "passph
 
 /** SRT (MPEG-TS, H.264 + AAC) → RTMP, copied. */
 export function buildSrtBridgeArgs(o: SrtBridgeInput): string[] {
-  return [...COMMON, "-f", "mpegts", "-i", srtListenerUrl(o), "-map", "0:v:0", "-map", "0:a:0?", "-c", "copy", "-f", "flv", o.outputUrl];
+  return [
+    ...COMMON,
+    // Two seconds of probing (the default is 5): the keyframe interval encoders are told to use.
+    "-analyzeduration", "2000000",
+    "-f", "mpegts", "-i", srtListenerUrl(o),
+    "-map", "0:v:0", "-map", "0:a:0?", "-c", "copy", "-f", "flv", o.outputUrl,
+  ];
 }

@@ -18,6 +18,8 @@ export interface WhipClient {
   headers: Headers;
   /** The error body of a refusal. */
   body: string;
+  /** The POST's round trip (offer sent → answer read), ms. */
+  answerMs: number;
   /** Stops sending and ends the resource with DELETE (its status). */
   stop(): Promise<number>;
   /** Stops sending without a DELETE: the peer just goes away. */
@@ -74,17 +76,19 @@ async function whipPublishOnce(endpoint: string, opts: WhipPublishOptions): Prom
   pc.onGatheringStateChange((state) => states.push(`gathering ${state}`));
   pc.setLocalDescription();
   await until(() => pc.gatheringState() === "complete", 5000);
+  const posted = performance.now();
   const res = await fetch(endpoint, {
     method: "POST",
     headers: { "content-type": "application/sdp", ...(opts.bearer ? { authorization: `Bearer ${opts.bearer}` } : {}) },
     body: pc.localDescription()!.sdp,
   });
   const body = await res.text();
+  const answerMs = performance.now() - posted;
   const location = res.headers.get("location");
   const resource = location ? new URL(location, endpoint).toString() : undefined;
   if (res.status !== 201) {
     pc.close();
-    return { status: res.status, resource, headers: res.headers, body, stop: async () => 0, vanish: () => undefined, sent: () => 0 };
+    return { status: res.status, resource, headers: res.headers, body, answerMs, stop: async () => 0, vanish: () => undefined, sent: () => 0 };
   }
   try {
     pc.setRemoteDescription(body, "answer");
@@ -132,6 +136,7 @@ async function whipPublishOnce(endpoint: string, opts: WhipPublishOptions): Prom
     resource,
     headers: res.headers,
     body,
+    answerMs,
     sent: () => sent,
     vanish: halt,
     stop: async () => {
