@@ -166,7 +166,10 @@ export class WhipPublish {
     this.guarded(() => {
       if (this.isEnded || !this.pc) return;
       // One media section carries them under BUNDLE; a candidate libdatachannel cannot use is skipped.
+      // A peer bound to loopback (WEBRTC_BIND_ADDRESS=127.0.0.1, as in tests) checks loopback only.
+      const loopbackOnly = isLoopback(this.deps.settings.rtc.bindAddress);
       for (const c of this.offer.candidates) {
+        if (loopbackOnly && !isLoopback(candidateAddress(c.candidate))) continue;
         try {
           this.pc.addRemoteCandidate(c.candidate, c.mid);
         } catch (err) {
@@ -261,6 +264,11 @@ export class WhipPublish {
 
 /** The publish was ended (replaced, DELETE, shutdown) while it was being answered. */
 export class PublishEnded extends Error {}
+
+const isLoopback = (address: string | undefined) => address !== undefined && (address.startsWith("127.") || address === "::1");
+
+/** The connection address of an ICE candidate line (`candidate:<foundation> <component> <transport> <priority> <address> …`). */
+export const candidateAddress = (candidate: string): string | undefined => candidate.split(" ")[4];
 
 /** Whether each of `ports` has a UDP socket bound to it on this machine (Linux's /proc/net/udp{,6}). */
 export function udpPortsBound(ports: number[]): boolean {
