@@ -111,6 +111,8 @@ describe("reconnect window", () => {
     }, 30_000);
     expect(ready.id).toBe(open.id);
     expect(ready.endReason).toBe("terminated");
+    // The status is written first, then recording.ready is raised and delivered.
+    await waitFor("recording.ready delivered", () => eventsFor(s.id).some((e) => e.event === "recording.ready"), 10_000);
     const names = eventsFor(s.id).map((e) => e.event);
     expect(names.filter((n) => n.startsWith("stream."))).toEqual(["stream.started", "stream.idle", "stream.started", "stream.idle"]);
     expect(names.filter((n) => n === "recording.started")).toHaveLength(1);
