@@ -1,5 +1,5 @@
 import express from "express";
-import { escapeHtml, renderPage, sendPage, serveAsset } from "./pages";
+import { escapeHtml, OBJECT_ID, renderPage, sendPage, serveAsset } from "./pages";
 
 // "Go live" from a browser tab: /broadcast picks a camera and microphone (or a screen), shows
 // a preview and publishes over WHIP to this server. The key (a stream key, or an API key to
@@ -39,13 +39,11 @@ export function renderBroadcast(streamId: string | undefined): string {
   return renderPage({ title: "Go live · onair", body, scripts: ["broadcast.js"], bodyClass: "broadcast-page" });
 }
 
-const STREAM_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-
 export function broadcastRouter(): express.Router {
   const router = express.Router();
   serveAsset(router, "broadcast.js", "broadcast.js");
   router.get("/broadcast", (req, res) => {
-    const stream = typeof req.query.stream === "string" && STREAM_ID.test(req.query.stream) ? req.query.stream : undefined;
+    const stream = typeof req.query.stream === "string" && OBJECT_ID.test(req.query.stream) ? req.query.stream : undefined;
     sendPage(res, 200, renderBroadcast(stream), { framable: false });
   });
   return router;

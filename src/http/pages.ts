@@ -8,6 +8,9 @@ import type { Response } from "express";
 
 const PUBLIC_DIR = path.resolve(__dirname, "../../public");
 
+/** A stream or session id (newId's UUID): anything else in a page's path or query names nothing. */
+export const OBJECT_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 /** Everything put into HTML goes through this: text and attribute values alike. */
 export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]!);

@@ -1,14 +1,13 @@
 import express, { type Request, type Response } from "express";
 import type { Store } from "../db";
 import { malformedPathIsNotFound } from "./malformedPath";
-import { escapeHtml, renderPage, sendPage, serveAsset } from "./pages";
+import { escapeHtml, OBJECT_ID, renderPage, sendPage, serveAsset } from "./pages";
 
 // The viewer's page: /play/<playbackId> plays the live stream (offline until it goes live, then
 // on by itself), /play/<playbackId>?session=<sessionId> one of its recordings. The page carries
 // its data in data- attributes; public/player.js does the rest in the browser.
 
 const PLAYBACK_ID = /^[0-9a-z]{16}$/;
-const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export interface PlayerView {
   title: string;
@@ -62,7 +61,7 @@ export function playerRouter(store: Store, signRecording: (sessionId: string) =>
       return sendPage(res, 200, renderPlayer({ title: stream.name, playbackId, src: `/hls/${playbackId}/index.m3u8`, kind: "live" }), { framable: true });
     }
     // A recording of this stream only: a session id alone never reveals another stream's.
-    const record = typeof session === "string" && SESSION_ID.test(session) ? await store.sessions.get(session) : undefined;
+    const record = typeof session === "string" && OBJECT_ID.test(session) ? await store.sessions.get(session) : undefined;
     if (!record || !record.record || record.parentId !== stream.id) return notFoundPage(res);
     const title = `${stream.name} · recording of ${new Date(record.createdAt).toISOString().slice(0, 16).replace("T", " ")} UTC`;
     const src = `/recordings/${record.id}/index.m3u8?sig=${signRecording(record.id)}`;

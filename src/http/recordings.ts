@@ -7,13 +7,13 @@ import type { Store } from "../db";
 import type { RecordingStore } from "../storage";
 import { signPlaylistUris, SIGNATURE_PARAM, type RecordingUrlSigner } from "../recordings";
 import { malformedPathIsNotFound } from "./malformedPath";
+import { OBJECT_ID } from "./pages";
 
 // Recordings at /recordings/<sessionId>/index.m3u8 (master), /<n>/index.m3u8 and segments,
 // and /recordings/<sessionId>/output.mp4, with HTTP ranges (players seek in the MP4). Every
 // request carries the `sig` of the URL the API handed out; without it, or with another
 // session's, the answer is the same 404 as for no recording at all: nothing tells them apart.
 
-const SESSION_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const VARIANT = /^\d{1,2}$/;
 const FILE = /^[\w-]{1,64}\.(m3u8|ts|m4s|mp4)$/;
 const TYPES: Record<string, string> = { ".m3u8": "application/vnd.apple.mpegurl", ".ts": "video/mp2t", ".m4s": "video/mp4", ".mp4": "video/mp4" };
@@ -49,7 +49,7 @@ export function recordingsRouter(store: Store, recordingsDir: string, signer: Re
   const send = async (req: Request, res: Response, sessionId: string, parts: string[]) => {
     const sig = req.query[SIGNATURE_PARAM];
     // Only names of our own making reach the file system: nothing can climb out.
-    if (!SESSION_ID.test(sessionId) || !signer.verify(sessionId, sig) || !(await store.sessions.get(sessionId))?.record) return notFound(res);
+    if (!OBJECT_ID.test(sessionId) || !signer.verify(sessionId, sig) || !(await store.sessions.get(sessionId))?.record) return notFound(res);
     const ext = path.extname(parts[parts.length - 1]!);
     res.set("access-control-allow-origin", "*");
     if (ext === ".m3u8") {

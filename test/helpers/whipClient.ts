@@ -3,6 +3,7 @@ import dgram from "node:dgram";
 import { PeerConnection, Audio, Video, initLogger, type Track } from "node-datachannel";
 if (process.env.WHIP_DEBUG) initLogger("Debug", (level, msg) => { if (!/RTP|SRTP|Sending|Received/.test(msg)) process.stderr.write(`[ndc ${level}] ${msg}\n`); });
 import { FFMPEG } from "./media";
+import { isRtcp } from "../../src/ingest";
 
 // An OBS-like WHIP publisher: libdatachannel (node-datachannel, the library OBS's WHIP output
 // embeds) sending H.264 and Opus that ffmpeg encodes from its test sources. ICE host
@@ -103,7 +104,7 @@ async function whipPublishOnce(endpoint: string, opts: WhipPublishOptions): Prom
   let sent = 0;
   sockets.forEach((s, i) =>
     s.on("message", (packet) => {
-      if (packet.length >= 2 && packet[1]! >= 192 && packet[1]! <= 223) return; // ffmpeg's own RTCP
+      if (isRtcp(packet)) return; // ffmpeg's own reports
       if (tracks[i]!.isOpen() && tracks[i]!.sendMessageBinary(packet)) sent++;
     }),
   );
