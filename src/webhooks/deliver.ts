@@ -7,7 +7,7 @@ import { enqueueJob, RetryLater, type Job, type NewJob } from "../queue";
 import { buildDeliveryBody, type EventName, type RaisedEvent } from "../shapes";
 import { judgeAttempt, nextRetryDelay, type RetrySchedule } from "./retry";
 import { WebhookSender, type SendResult } from "./send";
-import { signatureHeader } from "./signature";
+import { signatureHeader, standardWebhooksHeaders } from "./signature";
 
 export const WEBHOOK_DELIVERY_QUEUE = "webhook-delivery";
 
@@ -129,7 +129,11 @@ export class WebhookDeliverer {
     const timestamp = Date.now();
     const body = JSON.stringify(buildDeliveryBody(storedEvent(event), webhook.id, timestamp));
     const headers: Record<string, string> = { "content-type": "application/json", "user-agent": "onair" };
-    if (webhook.sharedSecret) headers["Livepeer-Signature"] = signatureHeader(body, webhook.sharedSecret, timestamp);
+    if (webhook.sharedSecret) {
+      headers["Livepeer-Signature"] = signatureHeader(body, webhook.sharedSecret, timestamp);
+      // For receivers built on the Standard Webhooks libraries: the same secret, their format.
+      Object.assign(headers, standardWebhooksHeaders(event.id, body, webhook.sharedSecret, timestamp));
+    }
 
     const result = await this.sender.post(webhook.url, body, headers);
     const verdict = judgeAttempt(result);
