@@ -152,6 +152,8 @@ export interface LimitSettings {
   maxStreamsPerUser: number;
   maxWebhooksPerUser: number;
   maxTargetsPerUser: number;
+  /** Playback signing keys one user may have (each is looked up by every JWT playback). */
+  maxSigningKeysPerUser: number;
   /** The largest rendition a profile may ask for: its long side, short side and frame rate (1080p60). */
   maxRenditionWidth: number;
   maxRenditionHeight: number;
@@ -175,6 +177,7 @@ export const DEFAULT_LIMITS: LimitSettings = {
   maxStreamsPerUser: 1000,
   maxWebhooksPerUser: 20,
   maxTargetsPerUser: 100,
+  maxSigningKeysPerUser: 100,
 };
 
 /** Highest accepted MAX_PROFILES_PER_STREAM and MAX_TARGETS_PER_STREAM: each is an ffmpeg output. */
@@ -309,6 +312,9 @@ const envSchema = z.object({
   MAX_STREAMS_PER_USER: integer("MAX_STREAMS_PER_USER", DEFAULT_LIMITS.maxStreamsPerUser, 1, 10_000_000),
   MAX_WEBHOOKS_PER_USER: integer("MAX_WEBHOOKS_PER_USER", DEFAULT_LIMITS.maxWebhooksPerUser, 0, 100_000),
   MAX_TARGETS_PER_USER: integer("MAX_TARGETS_PER_USER", DEFAULT_LIMITS.maxTargetsPerUser, 0, 1_000_000),
+  MAX_SIGNING_KEYS_PER_USER: integer("MAX_SIGNING_KEYS_PER_USER", DEFAULT_LIMITS.maxSigningKeysPerUser, 0, 100_000),
+  // A viewer (a player session) counts as watching while it asked for a playlist this recently.
+  VIEWER_WINDOW_SECONDS: integer("VIEWER_WINDOW_SECONDS", 30, 1, 600, " (seconds)"),
   // Below this much free space on the data directory, live sessions end and publishes are
   // refused (while SQLite can still record it), and /readyz fails.
   STORAGE_MIN_FREE_MB: integer("STORAGE_MIN_FREE_MB", 64, 0, 1_000_000, " (MiB)"),
@@ -432,6 +438,8 @@ export interface Config {
   webrtc: WebRtcSettings;
   /** SRT_PORTS set: SRT ingest on. */
   srt: SrtSettings | undefined;
+  /** A viewer counts while its player asked for a playlist within this long, ms. */
+  viewerWindowMs: number;
 }
 
 export interface WebRtcSettings {
@@ -567,6 +575,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       iceCredential: e.WEBRTC_ICE_CREDENTIAL,
       mediaTimeoutMs: e.WEBRTC_MEDIA_TIMEOUT_SECONDS * 1000,
     },
+    viewerWindowMs: e.VIEWER_WINDOW_SECONDS * 1000,
     srt: e.SRT_PORTS ? { ports: e.SRT_PORTS, latencyMs: e.SRT_LATENCY_MS, publicHost: e.SRT_PUBLIC_HOST } : undefined,
     limits: {
       apiRatePerSecond: e.API_RATE_LIMIT,
@@ -577,6 +586,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       maxStreamsPerUser: e.MAX_STREAMS_PER_USER,
       maxWebhooksPerUser: e.MAX_WEBHOOKS_PER_USER,
       maxTargetsPerUser: e.MAX_TARGETS_PER_USER,
+      maxSigningKeysPerUser: e.MAX_SIGNING_KEYS_PER_USER,
       maxRenditionWidth: e.MAX_RENDITION_WIDTH,
       maxRenditionHeight: e.MAX_RENDITION_HEIGHT,
       maxRenditionFps: e.MAX_RENDITION_FPS,

@@ -6,9 +6,11 @@ import { EventsRepository } from "./repositories/events";
 import { MultistreamTargetsRepository } from "./repositories/multistreamTargets";
 import { NodesRepository } from "./repositories/nodes";
 import { SessionsRepository } from "./repositories/sessions";
+import { SigningKeysRepository } from "./repositories/signingKeys";
 import { StreamsRepository } from "./repositories/streams";
 import { StreamTargetsRepository } from "./repositories/streamTargets";
 import { UsersRepository } from "./repositories/users";
+import { ViewerCountsRepository } from "./repositories/viewerCounts";
 import { WebhookDeliveriesRepository } from "./repositories/webhookDeliveries";
 import { WebhookLogRepository } from "./repositories/webhookLog";
 import { WebhooksRepository } from "./repositories/webhooks";
@@ -25,6 +27,8 @@ export type { EventRecord, NewEvent } from "./repositories/events";
 export type { DeliveryRecord, DeliveryStatus, NewDelivery } from "./repositories/webhookDeliveries";
 export type { NewWebhookLog, WebhookLogRecord } from "./repositories/webhookLog";
 export type { NodeRecord } from "./repositories/nodes";
+export { AssetsRepository, type AssetPhase, type AssetRecord, type AssetVideoSpec, type NewAsset } from "./repositories/assets";
+export { publicKeyPem, type SigningKeyRecord } from "./repositories/signingKeys";
 export { hashApiKey, orderedNow, secretsEqual, sha256Hex } from "./ids";
 export { isStorageError, writeWhenStorageAllows } from "./storageErrors";
 export { startSweeping } from "./sweep";
@@ -47,6 +51,10 @@ export interface Repositories {
   webhookLog: WebhookLogRepository;
   /** Nodes alive, and which node runs which stream (several nodes on PostgreSQL). */
   nodes: NodesRepository;
+  /** Playback signing keys (public halves) for JWT playback. */
+  signingKeys: SigningKeysRepository;
+  /** Concurrent viewers each node counts (GET /data/views/now). */
+  viewerCounts: ViewerCountsRepository;
 }
 
 /** Repositories and the handle they run on: the store itself, or one of its transactions. */
@@ -85,6 +93,8 @@ function repositoriesOver(q: Sql): Tx {
     webhookDeliveries: new WebhookDeliveriesRepository(q),
     webhookLog: new WebhookLogRepository(q),
     nodes: new NodesRepository(q),
+    signingKeys: new SigningKeysRepository(q),
+    viewerCounts: new ViewerCountsRepository(q),
   };
 }
 

@@ -187,6 +187,7 @@ describe("the limit settings", () => {
       maxStreamsPerUser: 1000,
       maxWebhooksPerUser: 20,
       maxTargetsPerUser: 100,
+      maxSigningKeysPerUser: 100,
     });
   });
 
