@@ -69,12 +69,6 @@ export class ViewerCounter {
     return last !== undefined && last > nowMs - this.windowMs;
   }
 
-  /** Whether the viewer counts now: seen within the window (false when it was not tracked). */
-  watching(playbackId: string, viewerId: string, nowMs: number = Date.now()): boolean {
-    const last = this.viewers.get(playbackId)?.get(viewerId);
-    return last !== undefined && last > nowMs - this.windowMs;
-  }
-
   /** Viewers per playback id at `nowMs` (only ids with at least one); forgets the expired. */
   counts(nowMs: number = Date.now()): Map<string, number> {
     this.expireAll(nowMs);
