@@ -17,6 +17,11 @@ export interface MetricSources {
   publisherBytes(publisherId: string): number | undefined;
   /** Kinds of health issue of each stream with an open session (empty: healthy). */
   streamIssues?(): string[][];
+  /**
+   * Concurrent viewers this node counts, by playback id: the ids live here only (0 when nobody
+   * watches), so the series end with their streams instead of growing forever.
+   */
+  viewers?(): ReadonlyMap<string, number>;
   /** ms; tests may fix it. */
   now?(): number;
 }
@@ -142,6 +147,16 @@ export function createMetrics(sources: MetricSources): Metrics {
     collect() {
       this.reset();
       for (const kinds of sources.streamIssues?.() ?? []) for (const issue of kinds) this.inc({ issue });
+    },
+  });
+  new Gauge({
+    name: "onair_viewers",
+    help: "Concurrent viewers of each playback id this node packages: player sessions that asked for a playlist within VIEWER_WINDOW_SECONDS.",
+    labelNames: ["playback_id"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [playback_id, n] of sources.viewers?.() ?? []) this.set({ playback_id }, n);
     },
   });
   new Gauge({
