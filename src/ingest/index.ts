@@ -17,3 +17,4 @@ export { BridgeTickets, type BridgedPublish } from "./bridges";
 export * from "./webrtc";
 export { buildRtpBridgeArgs, buildSrtBridgeArgs, srtListenerUrl } from "./bridgeArgs";
 export * from "./srt";
+export * from "./pull";

@@ -5,7 +5,7 @@ import { profile, type Profile } from "./profile";
 // The session object: what the API returns and what recording.ready carries.
 
 /** How a publisher reaches onair; every protocol lands on the same sessions. */
-export const INGEST_PROTOCOLS = ["rtmp", "webrtc", "srt"] as const;
+export const INGEST_PROTOCOLS = ["rtmp", "webrtc", "srt", "pull"] as const;
 export type IngestProtocol = (typeof INGEST_PROTOCOLS)[number];
 
 export const sessionObject = z
@@ -21,7 +21,7 @@ export const sessionObject = z
     isActive: z.boolean().describe("true while the session is open: live, or waiting inside its reconnect window for the publisher to come back"),
     record: z.boolean(),
     profiles: z.array(profile),
-    protocol: z.enum(INGEST_PROTOCOLS).describe("how the publisher reached onair: rtmp, webrtc (WHIP) or srt"),
+    protocol: z.enum(INGEST_PROTOCOLS).describe("how the publisher reached onair: rtmp, webrtc (WHIP), srt, or pull (onair read the stream's pull source)"),
     ...mediaCounterFields,
     recordingStatus: z.enum(["waiting", "ready", "failed", "deleted", "none"]).optional(),
     recordingUrl: z.string().optional().describe("HLS playlist of the recording; signed (its `sig` query parameter is what opens it)"),

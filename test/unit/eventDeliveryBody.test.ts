@@ -21,6 +21,9 @@ const stream: StreamRecord = {
   reconnectWindow: null,
   srtPort: null,
   srtPassphrase: null,
+  // A pull source's url and headers may hold credentials: no delivery carries them.
+  pull: { source: "https://cam.example/live.m3u8", headers: { authorization: "Bearer pull-secret" } },
+  pullRequestedAt: null,
   deletedAt: null,
   sourceSegments: 3,
   transcodedSegments: 6,
@@ -35,6 +38,8 @@ describe("delivery body", () => {
     const snap = snapshotStream(stream, [{ id: "t-1", profile: "720p", videoOnly: false }]);
     expect(snap).not.toHaveProperty("streamKey");
     expect(JSON.stringify(snap)).not.toContain(stream.streamKey);
+    expect(snap).not.toHaveProperty("pull");
+    expect(JSON.stringify(snap)).not.toContain("pull-secret");
     expect(snap).toMatchObject({ id: "s-1", kind: "stream", name: "studio", playbackId: "0123456789abcdef", isActive: true, record: true, multistream: { targets: [{ id: "t-1", profile: "720p", videoOnly: false }] } });
   });
 

@@ -1,7 +1,7 @@
 import type { Sql } from "../sql";
 import { countersOf, type CounterColumns } from "./counters";
 import { newId, newPlaybackId, newSrtPassphrase, newStreamKey, secretsEqual, sha256Hex } from "../ids";
-import type { Profile } from "../../shapes";
+import type { Profile, PullConfig } from "../../shapes";
 import type { Page, PlaybackPolicy, StreamRecord } from "../types";
 import { selectPage, type PageRequest } from "./page";
 
@@ -25,6 +25,8 @@ interface Row extends CounterColumns {
   reconnect_window: number | null;
   srt_port: number | null;
   srt_passphrase: string | null;
+  pull?: string | null;
+  pull_requested_at?: number | null;
 }
 
 export function toStreamRecord(r: Row): StreamRecord {
@@ -49,6 +51,8 @@ export function toStreamRecord(r: Row): StreamRecord {
     reconnectWindow: r.reconnect_window,
     srtPort: r.srt_port ?? null,
     srtPassphrase: r.srt_passphrase ?? null,
+    pull: r.pull ? (JSON.parse(r.pull) as PullConfig) : null,
+    pullRequestedAt: r.pull_requested_at ?? null,
   };
 }
 
@@ -59,6 +63,7 @@ export interface NewStream {
   record: boolean;
   playbackPolicy: PlaybackPolicy | null;
   reconnectWindow?: number | null;
+  pull?: PullConfig | null;
 }
 
 /** Fields a user may change on a parent stream (PATCH /stream/{id}). */
@@ -69,6 +74,8 @@ export interface StreamChanges {
   suspended?: boolean;
   playbackPolicy?: PlaybackPolicy | null;
   reconnectWindow?: number | null;
+  /** null: no longer pulled. */
+  pull?: PullConfig | null;
 }
 
 export interface StreamFilters {
@@ -90,8 +97,8 @@ export class StreamsRepository {
     const streamKey = newStreamKey();
     const playbackId = newPlaybackId();
     await this.q.run(
-      `INSERT INTO streams (id, user_id, name, stream_key, stream_key_hash, playback_id, playback_id_hash, created_at, record, profiles, playback_policy, reconnect_window)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO streams (id, user_id, name, stream_key, stream_key_hash, playback_id, playback_id_hash, created_at, record, profiles, playback_policy, reconnect_window, pull)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
         id,
         s.userId,
@@ -105,6 +112,7 @@ export class StreamsRepository {
         JSON.stringify(s.profiles),
         s.playbackPolicy ? JSON.stringify(s.playbackPolicy) : null,
         s.reconnectWindow ?? null,
+        s.pull ? JSON.stringify(s.pull) : null,
       ],
     );
     return (await this.get(id))!;
@@ -208,8 +216,14 @@ export class StreamsRepository {
       sets.push("playback_policy = ?");
       params.push(c.playbackPolicy ? JSON.stringify(c.playbackPolicy) : null);
     }
+    if (c.pull !== undefined) sets.push("pull = ?"), params.push(c.pull ? JSON.stringify(c.pull) : null);
     if (sets.length === 0) return;
     await this.q.run(`UPDATE streams SET ${sets.join(", ")} WHERE id = ?`, [...params, id]);
+  }
+
+  /** start-pull: the pull ingest of the node that pulls the stream starts it now (a changed value is its cue). */
+  async requestPull(id: string, at = Date.now()): Promise<void> {
+    await this.q.run("UPDATE streams SET pull_requested_at = CASE WHEN pull_requested_at >= ? THEN pull_requested_at + 1 ELSE ? END WHERE id = ?", [at, at, id]);
   }
 
   /**

@@ -1,0 +1,262 @@
+import type { Logger } from "../../log";
+import { spawnSupervised, type ProcessEnd, type ProcessRegistry, type SupervisedProcess } from "../../media";
+import type { DestinationCheck } from "../../outbound";
+import { parsePullSource, type PullConfig, type PullSource } from "../../shapes";
+import type { BridgeTickets } from "../bridges";
+import { buildPullArgs, inputAudioCodec } from "./pullArgs";
+
+/** What the pull ingest reads of a stream (the key index's stream records have it). */
+export interface PulledStream {
+  id: string;
+  streamKey: string | null;
+  suspended: boolean;
+  pull: PullConfig | null;
+  /** Changed by start-pull: a pull waiting to retry starts at once. */
+  pullRequestedAt: number | null;
+}
+
+/** The retry schedule (the multistream pushes' back-off, handed in: src/multistream sits above ingest). */
+export interface PullBackoff {
+  /** The wait before the next attempt after `failures` failures in a row. */
+  delayMs(failures: number): number;
+  /** Failures in a row after an attempt that ran `ranForMs` (a long run starts the count over). */
+  failuresAfter(previous: number, ranForMs: number | undefined): number;
+}
+
+export interface PullIngestDeps {
+  /** The publishable streams (the key index, kept current by stream notices and reloads). */
+  streams(): PulledStream[];
+  tickets: BridgeTickets;
+  registry: ProcessRegistry;
+  ffmpegPath: string | undefined;
+  rtmpUrl(ticket: string): string;
+  /** The outbound policy's verdict on a source's host, asked before every connection. */
+  checkHost(host: string): Promise<DestinationCheck>;
+  /** The node holding the stream's lease when it is another node (a cluster): this one does not pull it then. */
+  liveElsewhere(streamId: string): Promise<string | undefined>;
+  backoff: PullBackoff;
+  log: Logger;
+  /** A source that sends nothing for this long ends the attempt, ms (default 10 s). */
+  ioTimeoutMs?: number;
+  /** AAC bitrate when a source's audio is transcoded, bits per second. */
+  audioBitrate: number;
+  /** How often the pulls are compared with the streams, ms. */
+  reconcileMs?: number;
+}
+
+interface Pull {
+  stream: PulledStream;
+  /** The stream's pull config as JSON: a change restarts the pull. */
+  config: string;
+  source: PullSource;
+  process: SupervisedProcess | undefined;
+  /** An attempt is under way (the policy or the lease being asked) without a process yet. */
+  starting: boolean;
+  failures: number;
+  /** The source's audio is not AAC: transcode it (learnt from an attempt's stderr). */
+  transcodeAudio: boolean;
+  timer: NodeJS.Timeout | undefined;
+  /** When the next attempt is due (while waiting), for logs and start-pull. */
+  retryAt: number | undefined;
+}
+
+const DEFAULT_IO_TIMEOUT_MS = 10_000;
+
+/**
+ * Pull ingest: one ffmpeg per stream with a pull source, on each ingest node, reading the source
+ * and republishing it to the local RTMP server under a bridge ticket; from there it is a session
+ * like any other (protocol `pull`). While the stream is enabled, a pull that ends (the source
+ * stopped, failed, or was refused) is started again after the multistream back-off (1, 2, 4 … 30 s;
+ * a run of 30 s or more starts the count over). Suspended, deleted and no-longer-pulled streams'
+ * pulls are stopped; a changed source restarts the pull; start-pull starts a waiting one now.
+ *
+ * In a cluster every ingest node reconciles the same streams, and one node's lease admits a
+ * stream's session: a node sees the lease held by another before it connects to the source and
+ * backs off (and were two to connect at once, the second's publish is refused at admission and
+ * it backs off all the same). The pull therefore runs on one node, and moves to another within
+ * a back-off when that node dies and its leases run out.
+ */
+export class PullIngest {
+  private readonly pulls = new Map<string, Pull>();
+  private timer: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  constructor(private readonly deps: PullIngestDeps) {}
+
+  start(): void {
+    this.reconcile();
+    this.timer = setInterval(() => this.reconcile(), this.deps.reconcileMs ?? 1000);
+    this.timer.unref();
+  }
+
+  /** The pulls running now, by stream id: their ffmpeg's pid (metrics, tests). */
+  get running(): Map<string, number> {
+    return new Map([...this.pulls].flatMap(([id, p]) => (p.process?.running && p.process.pid !== undefined ? [[id, p.process.pid] as const] : [])));
+  }
+
+  /** Starts the pulls streams need, stops those no longer wanted, restarts changed ones. */
+  reconcile(): void {
+    if (this.closed) return;
+    const wanted = new Map<string, PulledStream>();
+    for (const s of this.deps.streams()) if (s.pull && s.streamKey && !s.suspended) wanted.set(s.id, s);
+    for (const [id, p] of this.pulls) {
+      const w = wanted.get(id);
+      if (!w || JSON.stringify(w.pull) !== p.config || w.streamKey !== p.stream.streamKey) this.remove(id, w ? "its pull source changed" : "the stream is no longer pulled");
+      else if (w.pullRequestedAt !== p.stream.pullRequestedAt) {
+        p.stream = w;
+        this.startNow(p);
+      }
+    }
+    for (const [id, s] of wanted) if (!this.pulls.has(id)) this.add(s);
+  }
+
+  private add(stream: PulledStream): void {
+    const log = this.deps.log.child({ streamId: stream.id });
+    const parsed = parsePullSource(stream.pull!.source);
+    if (!parsed.ok) {
+      // Checked as written: only a row from elsewhere gets here. Never handed to ffmpeg.
+      log.error({ reason: parsed.error }, "the stream's pull source is not accepted: not pulling it");
+      return;
+    }
+    const pull: Pull = {
+      stream,
+      config: JSON.stringify(stream.pull),
+      source: parsed.source,
+      process: undefined,
+      starting: false,
+      failures: 0,
+      transcodeAudio: false,
+      timer: undefined,
+      retryAt: undefined,
+    };
+    this.pulls.set(stream.id, pull);
+    log.info({ source: parsed.source.redacted }, "pulling the stream's source");
+    void this.attempt(pull);
+  }
+
+  /** start-pull: a pull waiting to retry tries now, its failure count reset; a running one goes on. */
+  private startNow(p: Pull): void {
+    if (p.process?.running || p.starting) return;
+    clearTimeout(p.timer);
+    p.failures = 0;
+    this.deps.log.info({ streamId: p.stream.id }, "start-pull: pulling now");
+    void this.attempt(p);
+  }
+
+  private current(p: Pull): boolean {
+    return !this.closed && this.pulls.get(p.stream.id) === p;
+  }
+
+  private async attempt(p: Pull): Promise<void> {
+    const { deps } = this;
+    p.timer = undefined;
+    p.retryAt = undefined;
+    if (!this.current(p) || !deps.ffmpegPath) return;
+    const log = deps.log.child({ streamId: p.stream.id, source: p.source.redacted });
+    p.starting = true;
+    let check: DestinationCheck;
+    let holder: string | undefined;
+    try {
+      // The host checked again at every connection: DNS may answer otherwise than when it was written.
+      check = await deps.checkHost(p.source.host);
+      holder = check.outcome === "allowed" ? await deps.liveElsewhere(p.stream.id) : undefined;
+    } catch (err) {
+      p.starting = false;
+      if (this.current(p)) this.retry(p, log, undefined, "could not look at the stream's lease", { err });
+      return;
+    } finally {
+      p.starting = false;
+    }
+    if (!this.current(p)) return;
+    if (check.outcome !== "allowed") {
+      const fields = check.outcome === "refused" ? { refused: check.detail } : { code: check.code };
+      return this.retry(p, log, undefined, `pull not started: ${check.reason}`, fields);
+    }
+    // Another node runs the stream's session (it pulls it, or a publisher pushes to it there).
+    if (holder !== undefined) return this.retry(p, log, undefined, `pull not started: the stream is live on node ${holder}`, {});
+
+    const ticket = deps.tickets.issue({ streamKey: p.stream.streamKey!, protocol: "pull" });
+    const started = Date.now();
+    const stderr: string[] = [];
+    const { pull } = p.stream;
+    const args = buildPullArgs({
+      source: pull!.source,
+      scheme: p.source.scheme,
+      headers: pull!.headers,
+      audio: p.transcodeAudio ? "aac" : "copy",
+      audioBitrate: deps.audioBitrate,
+      ioTimeoutMs: deps.ioTimeoutMs ?? DEFAULT_IO_TIMEOUT_MS,
+      outputUrl: deps.rtmpUrl(ticket),
+    });
+    // The source url (it may carry a password) and header values are masked where the args are logged.
+    const secrets = [pull!.source, ...Object.values(pull!.headers ?? {})].filter((v) => v.length >= 4);
+    const proc = spawnSupervised(deps.registry, {
+      command: deps.ffmpegPath,
+      args,
+      log,
+      name: "ffmpeg pull",
+      secrets,
+      // The input's description comes first; nothing after it is kept.
+      onStderrLine: (line) => {
+        if (stderr.length < 60) stderr.push(line);
+      },
+      tailLines: 20,
+    });
+    p.process = proc;
+    log.info({ pid: proc.pid, attempt: p.failures + 1, audio: p.transcodeAudio ? "aac" : "copy" }, "pull starting");
+    void proc.ended.then((end) => {
+      deps.tickets.revoke(ticket);
+      if (p.process === proc) p.process = undefined;
+      if (end.requested) return;
+      // A suspend or delete ends the session first, which disconnects this publish: the key
+      // index has heard of it by then, so the pull stops here rather than retrying.
+      this.reconcile();
+      if (!this.current(p)) return;
+      this.ended(p, log, end, stderr, Date.now() - started);
+    });
+  }
+
+  /** A run ended on its own: the source ended or failed, or the ingest refused it. */
+  private ended(p: Pull, log: Logger, end: ProcessEnd, stderr: string[], ranForMs: number): void {
+    const audio = inputAudioCodec(stderr);
+    if (!p.transcodeAudio && audio !== undefined && audio !== "aac") {
+      // FLV and the ingest take AAC only: the next run transcodes, at once (not a failure).
+      p.transcodeAudio = true;
+      log.info({ audio }, "the pull source's audio is not AAC: transcoding it to AAC from now on");
+      p.timer = setTimeout(() => void this.attempt(p), 200);
+      return;
+    }
+    const why = end.code === 0 ? "the pull source ended" : "the pull failed";
+    this.retry(p, log, ranForMs, why, { code: end.code, signal: end.signal, ranForMs, ...(end.code === 0 ? {} : { stderrTail: end.stderrTail.slice(-5) }) });
+  }
+
+  private retry(p: Pull, log: Logger, ranForMs: number | undefined, why: string, fields: Record<string, unknown>): void {
+    p.failures = this.deps.backoff.failuresAfter(p.failures, ranForMs);
+    const retryInMs = this.deps.backoff.delayMs(p.failures);
+    p.retryAt = Date.now() + retryInMs;
+    log.warn({ ...fields, failuresInARow: p.failures, retryInMs }, `${why}: retrying`);
+    p.timer = setTimeout(() => {
+      // Read the stream afresh first: a suspend heard meanwhile stops the pull instead.
+      this.reconcile();
+      if (this.current(p) && !p.process && !p.starting) void this.attempt(p);
+    }, retryInMs);
+  }
+
+  private remove(streamId: string, why: string): void {
+    const p = this.pulls.get(streamId);
+    if (!p) return;
+    this.pulls.delete(streamId);
+    clearTimeout(p.timer);
+    this.deps.log.info({ streamId, why }, "pull stopped");
+    void p.process?.stop(2000);
+  }
+
+  /** Stops every pull and waits for their processes. */
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.timer);
+    const running = [...this.pulls.values()].map((p) => p.process);
+    for (const id of [...this.pulls.keys()]) this.remove(id, "shutdown");
+    await Promise.all(running.map((p) => p?.ended));
+  }
+}
