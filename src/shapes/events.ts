@@ -1,4 +1,4 @@
-// Spec section 6: the eight events onair raises, what each carries in `payload`, and the body
+// Spec section 6: the eight events onair raises (and the two of clips, asset.ready and asset.failed), what each carries in `payload`, and the body
 // a webhook receives.
 
 import type { StreamJson } from "./stream";
@@ -12,6 +12,8 @@ export const EVENT_NAMES = [
   "multistream.connected",
   "multistream.error",
   "multistream.disconnected",
+  "asset.ready",
+  "asset.failed",
 ] as const;
 
 export type EventName = (typeof EVENT_NAMES)[number];
@@ -32,6 +34,10 @@ export interface EventPayloads {
   "multistream.connected": { sessionId: string; target: EventTarget };
   "multistream.error": { sessionId: string; target: EventTarget; error: string };
   "multistream.disconnected": { sessionId: string; target: EventTarget };
+  /** A clip (POST /clip) is ready: `asset` is the API's asset object, with its URLs. */
+  "asset.ready": { sessionId: string; assetId: string; asset: unknown };
+  /** A clip failed for good: `error` says why (also the asset's status.errorMessage). */
+  "asset.failed": { sessionId: string; assetId: string; asset: unknown; error: string };
 }
 
 /**

@@ -23,6 +23,7 @@ const TYPES: Record<string, string> = {
   ".m4s": "video/mp4",
   ".mp4": "video/mp4",
   ".ts": "video/mp2t",
+  ".jpg": "image/jpeg",
 };
 
 /** Tries per upload (Owncast's choice too): a blip of the object store costs a retry, not a file. */
@@ -69,6 +70,8 @@ export class S3RecordingStore implements RecordingStore {
     private readonly dirOf: (sessionId: string) => string,
     private readonly log: Logger,
     private readonly onUpload?: (ms: number, bytes: number) => void,
+    /** Where an id's files are kept in the bucket: recordings by default; clips (src/assets) use `assets/<id>/`. */
+    private readonly prefixOf: (id: string) => string = recordingPrefix,
   ) {}
 
   saved(sessionId: string, files: string[]): Promise<void> {
@@ -103,7 +106,7 @@ export class S3RecordingStore implements RecordingStore {
 
   private async upload(sessionId: string, file: string): Promise<void> {
     const local = path.join(this.dirOf(sessionId), file);
-    const key = recordingPrefix(sessionId) + file.split(path.sep).join("/");
+    const key = this.prefixOf(sessionId) + file.split(path.sep).join("/");
     const type = TYPES[path.extname(file)] ?? "application/octet-stream";
     for (let attempt = 1; ; attempt++) {
       const started = performance.now();
@@ -125,7 +128,7 @@ export class S3RecordingStore implements RecordingStore {
   }
 
   private async keys(sessionId: string): Promise<{ key: string; size: number }[]> {
-    const prefix = recordingPrefix(sessionId);
+    const prefix = this.prefixOf(sessionId);
     const out: { key: string; size: number }[] = [];
     let token: string | undefined;
     do {
@@ -178,7 +181,7 @@ export class S3RecordingStore implements RecordingStore {
     if (fs.existsSync(localDir)) return true;
     for (const key of ["index.m3u8", "0/index.m3u8"]) {
       try {
-        await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: recordingPrefix(sessionId) + key }));
+        await this.client.send(new HeadObjectCommand({ Bucket: this.bucket, Key: this.prefixOf(sessionId) + key }));
         return true;
       } catch (err) {
         if (!isNotFound(err)) throw err;
@@ -188,7 +191,7 @@ export class S3RecordingStore implements RecordingStore {
   }
 
   async open(sessionId: string, _localDir: string, file: string, range?: string): Promise<StoredFile | undefined> {
-    const key = recordingPrefix(sessionId) + file;
+    const key = this.prefixOf(sessionId) + file;
     try {
       const got = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: key, Range: range }));
       return { body: got.Body as Readable, size: got.ContentLength, range: got.ContentRange };

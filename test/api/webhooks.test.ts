@@ -12,6 +12,8 @@ const ALL_EVENTS = [
   "multistream.connected",
   "multistream.error",
   "multistream.disconnected",
+  "asset.ready",
+  "asset.failed",
 ];
 
 describe("webhooks", () => {

@@ -1,0 +1,102 @@
+import fs from "node:fs";
+import path from "node:path";
+import type { Readable } from "node:stream";
+import type { SessionRecord } from "../db";
+import type { RecordingStore } from "../storage";
+import { coveredRange, dateSegments, parseTimedPlaylist, planClip, type ClipPlan, type TimedSegment } from "./timeline";
+
+// Where a clip's media is: the live window on this node's disk (the packager leaves each
+// complete segment, its init and a dated playlist of the window in `hls/<playbackId>/<n>/`),
+// or the session's recording (local, or fetched from the bucket). Both hold the same segment
+// files (the recorder hard-links the live ones), so either serves the same cut.
+
+/** The rendition clips are cut from: the source (passthrough) or the ladder's first, its best. */
+export const CLIP_RENDITION = 0;
+
+export interface SourcePaths {
+  /** `DATA_DIR/hls` */
+  hlsDir: string;
+  /** `DATA_DIR/recordings` */
+  recordingsDir: string;
+  /** The recordings' store (local disk or the bucket). */
+  recordings: RecordingStore;
+}
+
+export type SourceKind = "live" | "recording";
+
+export interface ClipSource {
+  kind: SourceKind;
+  plan: ClipPlan;
+  /** The folder the plan's segment and init names are in (the recording's: filled from the bucket first when needed). */
+  dir: string;
+}
+
+export type ResolveResult = { ok: true; source: ClipSource } | { ok: false; available: { kind: SourceKind; from: number; to: number }[] };
+
+/** The live window's dated segments of rendition 0, when the folder holds this session's (its names start with the session's prefix). */
+export function readLiveWindow(paths: SourcePaths, playbackId: string, sessionId: string): Required<TimedSegment>[] | undefined {
+  let text: string;
+  try {
+    text = fs.readFileSync(path.join(paths.hlsDir, playbackId, String(CLIP_RENDITION), "index.m3u8"), "utf8");
+  } catch {
+    return undefined;
+  }
+  const segments = parseTimedPlaylist(text);
+  // The packager names a session's media `<first 8 of its id>_…`: an earlier session's window is not this one's.
+  const prefix = `${sessionId.slice(0, 8)}_`;
+  if (segments.length === 0 || !segments.every((s) => s.uri.startsWith(prefix) && s.programDateTime !== undefined)) return undefined;
+  return segments as Required<TimedSegment>[];
+}
+
+async function readText(body: Readable): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of body) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+/**
+ * The recording's dated segments of rendition 0. A recording's playlist carries no dates: they
+ * come from the live window where the two share segments (exact), else from the session's start
+ * (the first segment is written about a second after the publish: clips of such a recording
+ * may start that much early).
+ */
+export async function readRecording(paths: SourcePaths, session: SessionRecord, live: Required<TimedSegment>[] | undefined): Promise<Required<TimedSegment>[] | undefined> {
+  if (!session.record) return undefined;
+  const file = await paths.recordings.open(session.id, path.join(paths.recordingsDir, session.id), `${CLIP_RENDITION}/index.m3u8`);
+  if (!file) return undefined;
+  const segments = parseTimedPlaylist(await readText(file.body));
+  if (segments.length === 0) return undefined;
+  const known = new Map((live ?? []).map((s) => [s.uri, s.programDateTime] as const));
+  return dateSegments(segments, session.createdAt, known);
+}
+
+/**
+ * Where [startMs, endMs] of the session can be cut from: the live window first (it is on disk
+ * already), else the recording. Not ok: neither holds the whole range; `available` says what each holds.
+ */
+export async function resolveClipSource(paths: SourcePaths, session: SessionRecord, playbackId: string, startMs: number, endMs: number): Promise<ResolveResult> {
+  const available: { kind: SourceKind; from: number; to: number }[] = [];
+  const live = session.endedAt === null ? readLiveWindow(paths, playbackId, session.id) : undefined;
+  if (live) {
+    const planned = planClip(live, startMs, endMs);
+    if (planned.ok) return { ok: true, source: { kind: "live", plan: planned.plan, dir: path.join(paths.hlsDir, playbackId, String(CLIP_RENDITION)) } };
+    if (planned.available) available.push({ kind: "live", ...planned.available });
+  }
+  const recorded = await readRecording(paths, session, live ?? readLiveWindow(paths, playbackId, session.id));
+  if (recorded) {
+    const planned = planClip(recorded, startMs, endMs);
+    const dir = path.join(paths.recordingsDir, session.id, String(CLIP_RENDITION));
+    if (planned.ok) return { ok: true, source: { kind: "recording", plan: planned.plan, dir } };
+    const range = coveredRange(recorded);
+    if (range) available.push({ kind: "recording", ...range });
+  }
+  return { ok: false, available };
+}
+
+/** "the live window holds 2026-…Z to 2026-…Z (ms a to b)" for each source (pure). */
+export function describeAvailable(available: { kind: SourceKind; from: number; to: number }[]): string {
+  if (available.length === 0) return "nothing of this session is available to clip (it is not live on this server and has no recording)";
+  return available
+    .map((a) => `${a.kind === "live" ? "the live window" : "the recording"} holds ${new Date(a.from).toISOString()} to ${new Date(a.to).toISOString()} (startTime ${a.from} to endTime ${a.to})`)
+    .join("; ");
+}
