@@ -1,5 +1,6 @@
 export { hlsRouter } from "./hls";
 export { recordingsRouter } from "./recordings";
+export { assetsRouter } from "./assets";
 export { dashboardRouter } from "./dashboard";
 export { playerRouter } from "./player";
 export { operatorGate } from "./operator";

@@ -1,0 +1,171 @@
+import { Livepeer } from "livepeer";
+import { apiClient } from "../helpers/server";
+import { probe, pushTestStream, waitFor, type Push } from "../helpers/media";
+import { useWatchedServer } from "../helpers/watched";
+
+// Clips as assets, end to end: real ffmpeg pushes testsrc2 over RTMP with a 2 s GOP, the
+// official SDK (unmodified) clips 10 s of the live window, the clip job cuts it (copy, at
+// keyframes), and the MP4 and HLS it serves are probed; asset.ready reaches a real receiver.
+
+const GOP_SECONDS = 2;
+// A 24 s live window (12 segments of 2 s): the 20 s push fits in it whole.
+const fx = useWatchedServer({ HLS_SEGMENT_SECONDS: String(GOP_SECONDS), HLS_LIST_SIZE: "12" }, ["asset.ready", "asset.failed"]);
+const { api, received } = fx;
+
+let sdk: Livepeer;
+let push: Push | undefined;
+beforeAll(() => {
+  sdk = new Livepeer({ apiKey: fx.t.key, serverURL: fx.t.apiUrl });
+});
+afterAll(async () => {
+  push?.child.kill("SIGKILL");
+  await push?.exited;
+});
+
+/** The complete segments of the live rendition playlist: their wall-clock start and length. */
+async function liveWindow(playbackId: string): Promise<{ start: number; seconds: number }[]> {
+  const base = `http://127.0.0.1:${fx.t.server.port}/hls/${playbackId}/`;
+  const master = await fetch(base + "index.m3u8");
+  if (master.status !== 200) return [];
+  const variant = (await master.text()).split("\n").find((l) => l.trim() !== "" && !l.startsWith("#"));
+  if (!variant) return [];
+  const text = await (await fetch(base + variant.trim())).text();
+  const out: { start: number; seconds: number }[] = [];
+  let pdt: number | undefined;
+  for (const line of text.split("\n")) {
+    if (line.startsWith("#EXT-X-PROGRAM-DATE-TIME:")) pdt = Date.parse(line.slice(25));
+    else if (line.startsWith("#EXTINF:") && pdt !== undefined) out.push({ start: pdt, seconds: parseFloat(line.slice(8)) });
+  }
+  return out;
+}
+
+const AAC_AND_H264 = [
+  { codec_type: "audio", codec_name: "aac" },
+  { codec_type: "video", codec_name: "h264" },
+];
+const codecs = (streams: { codec_type: string; codec_name: string }[]) =>
+  streams.map((s) => ({ codec_type: s.codec_type, codec_name: s.codec_name })).sort((a, b) => a.codec_type.localeCompare(b.codec_type));
+
+describe("clips", () => {
+  let stream: { id: string; playbackId: string; streamKey: string };
+  let sessionId: string;
+  let firstSegmentStart: number;
+
+  it("a 10 s clip of the live window: an MP4 within one GOP of 10 s and an HLS rendition, H.264 + AAC, asset.ready delivered", async () => {
+    stream = (await api("POST", "/stream", { name: "clipped", record: true, profiles: [] })).body;
+    push = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`, {
+      seconds: 20,
+      codec: ["-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", String(30 * GOP_SECONDS), "-keyint_min", String(30 * GOP_SECONDS), "-sc_threshold", "0", "-pix_fmt", "yuv420p", "-b:v", "500k"],
+    });
+    // 12 s of complete segments: a clip of 10 s from one second in fits, a second mid-GOP.
+    const window = await waitFor("12 s in the live window", async () => {
+      const w = await liveWindow(stream.playbackId);
+      const covered = w.length ? w[w.length - 1]!.start + w[w.length - 1]!.seconds * 1000 - w[0]!.start : 0;
+      return covered >= 12_000 ? w : undefined;
+    }, 30_000, 250);
+    firstSegmentStart = window[0]!.start;
+    const startTime = firstSegmentStart + 1000;
+
+    const created = await sdk.stream.createClip({ playbackId: stream.playbackId, startTime, endTime: startTime + 10_000, name: "ten seconds" });
+    expect(created.statusCode).toBe(200);
+    const { asset, task } = created.data!;
+    expect(task.id).toBeTruthy();
+    expect(asset).toMatchObject({ name: "ten seconds", userId: expect.any(String), source: { type: "clip", playbackId: stream.playbackId, sourceId: stream.id } });
+    expect(["waiting", "processing"]).toContain(asset.status!.phase);
+    expect(asset.playbackId).toMatch(/^[0-9a-z]{16}$/);
+    expect(asset.playbackId).not.toBe(stream.playbackId);
+    expect(asset).not.toHaveProperty("downloadUrl");
+    sessionId = (asset.source as { sessionId: string }).sessionId;
+
+    const ready = await waitFor("the asset ready", async () => {
+      const got = (await sdk.asset.get(asset.id)).asset!;
+      if (got.status!.phase === "failed") throw new Error(`clip failed: ${got.status!.errorMessage}`);
+      return got.status!.phase === "ready" ? got : undefined;
+    }, 30_000, 250);
+    expect(ready.playbackUrl).toMatch(new RegExp(`/vod/${asset.playbackId}/index\\.m3u8$`));
+    expect(ready.downloadUrl).toMatch(new RegExp(`/vod/${asset.playbackId}/video\\.mp4$`));
+    expect(ready.size).toBeGreaterThan(100_000);
+    expect(ready.videoSpec).toMatchObject({ format: "mp4", tracks: expect.arrayContaining([expect.objectContaining({ type: "video", codec: "h264", width: 320, height: 180 }), expect.objectContaining({ type: "audio", codec: "aac" })]) });
+
+    // Cut at the keyframe before startTime: at least the 10 s asked for, at most one GOP more.
+    const mp4 = await probe(ready.downloadUrl!);
+    expect(mp4.duration).toBeGreaterThan(10 - 0.1);
+    expect(mp4.duration).toBeLessThan(10 + GOP_SECONDS + 0.1);
+    expect(codecs(mp4.streams)).toEqual(AAC_AND_H264);
+    expect(ready.videoSpec!.duration).toBeCloseTo(mp4.duration, 0);
+    const hls = await probe(ready.playbackUrl!);
+    expect(Math.abs(hls.duration - mp4.duration)).toBeLessThan(0.2);
+    expect(codecs(hls.streams)).toEqual(AAC_AND_H264);
+    // Players seek in the MP4 with ranges; its moov comes first (+faststart).
+    const head = await fetch(ready.downloadUrl!, { headers: { range: "bytes=0-63" } });
+    expect(head.status).toBe(206);
+    expect(Buffer.from(await head.arrayBuffer()).includes(Buffer.from("moov"))).toBe(true);
+
+    const delivered = await waitFor("asset.ready delivered", () => received().find((e) => e.event === "asset.ready" && (e.payload as { assetId?: string }).assetId === asset.id), 10_000);
+    expect(delivered.stream.id).toBe(stream.id);
+    expect(delivered.payload).toMatchObject({ sessionId, asset: { id: asset.id, status: { phase: "ready" }, downloadUrl: ready.downloadUrl, playbackUrl: ready.playbackUrl } });
+
+    // The asset's playback id plays as a VOD.
+    const info = await sdk.playback.get(asset.playbackId!);
+    expect(info.playbackInfo).toMatchObject({ type: "vod" });
+    expect(info.playbackInfo!.meta.source.map((s) => [s.hrn, s.url])).toEqual([
+      ["HLS (TS)", ready.playbackUrl],
+      ["MP4", ready.downloadUrl],
+    ]);
+
+    // The clip is listed by the stream, the session and the asset list.
+    expect((await sdk.stream.getClips(stream.id)).data!.map((a) => a.id)).toEqual([asset.id]);
+    expect((await sdk.session.getClips(sessionId)).data!.map((a) => a.id)).toEqual([asset.id]);
+    expect((await sdk.asset.getAll()).data!.map((a) => a.id)).toContain(asset.id);
+  });
+
+  it("refuses a range outside what exists (400 saying what does), another user's playback id (404), endTime <= startTime (422)", async () => {
+    const hourAgo = Date.now() - 3600_000;
+    const outside = await api("POST", "/clip", { playbackId: stream.playbackId, startTime: hourAgo, endTime: hourAgo + 10_000 });
+    expect(outside.status).toBe(400);
+    expect(outside.body.errors[0]).toMatch(/not within what can be clipped.*the live window holds \S+Z to \S+Z/);
+
+    const bob = apiClient(fx.t.apiUrl, await fx.t.keyFor("bob"));
+    const now = Date.now();
+    const other = await bob("POST", "/clip", { playbackId: stream.playbackId, startTime: now - 5000, endTime: now - 1000 });
+    expect(other.status).toBe(404);
+    expect(other.body.errors[0]).toMatch(/playback id .* not found/);
+    // Bob's view of the first user's clips: none of them.
+    expect((await bob("GET", `/stream/${stream.id}/clips`)).status).toBe(404);
+    expect((await bob("GET", `/session/${sessionId}/clips`)).status).toBe(404);
+
+    for (const endTime of [now - 5000, now - 6000]) {
+      const backwards = await api("POST", "/clip", { playbackId: stream.playbackId, startTime: now - 5000, endTime });
+      expect(backwards.status).toBe(422);
+      expect(backwards.body.errors).toEqual([`endTime: must be after startTime (${now - 5000})`]);
+    }
+    const tooLong = await api("POST", "/clip", { playbackId: stream.playbackId, startTime: now - 700_000, endTime: now });
+    expect(tooLong.status).toBe(400);
+    expect(tooLong.body.errors[0]).toMatch(/at most 600 s long \(MAX_CLIP_SECONDS\)/);
+    await expect(sdk.stream.createClip({ playbackId: "nosuchplaybackid", startTime: now - 5000, endTime: now })).rejects.toMatchObject({ statusCode: 404 });
+  });
+
+  it("after the stream ends, a clip of the session's recording (sessionId); delete removes the asset and its files", async () => {
+    expect((await push!.exited).code).toBe(0);
+    await waitFor("the session ended", async () => (await api("GET", `/session/${sessionId}`)).body.isActive === false, 15_000);
+    const startTime = firstSegmentStart + 2 * GOP_SECONDS * 1000;
+    const created = await sdk.stream.createClip({ playbackId: stream.playbackId, sessionId, startTime, endTime: startTime + 4000 });
+    const id = created.data!.asset.id;
+    const ready = await waitFor("the recorded clip ready", async () => {
+      const got = (await sdk.asset.get(id)).asset!;
+      if (got.status!.phase === "failed") throw new Error(`clip failed: ${got.status!.errorMessage}`);
+      return got.status!.phase === "ready" ? got : undefined;
+    }, 30_000, 250);
+    const mp4 = await probe(ready.downloadUrl!);
+    // On segment bounds (the live window's dates anchor the recording's): 4 s, give or take a frame.
+    expect(mp4.duration).toBeGreaterThan(4 - 0.1);
+    expect(mp4.duration).toBeLessThan(4 + 0.1);
+    expect((await sdk.session.getClips(sessionId)).data!.map((a) => a.id)).toEqual([id, expect.any(String)]);
+
+    const deleted = await sdk.asset.delete(id);
+    expect(deleted.statusCode).toBe(204);
+    await expect(sdk.asset.get(id)).rejects.toMatchObject({ statusCode: 404 });
+    expect((await fetch(ready.downloadUrl!)).status).toBe(404);
+    expect((await api("GET", `/playback/${ready.playbackId}`)).status).toBe(404);
+  });
+});
