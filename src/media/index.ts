@@ -5,3 +5,4 @@ export { AUDIO_BITRATE, LivePipeline } from "./livePipeline";
 export { buildLiveArgs, renditionFd } from "./liveArgs";
 export { endPlaylists, HlsFiles, variantDir, variantPlaylist, writeAtomically, type StoredSegment } from "./hlsFiles";
 export { buildMasterPlaylist, parseMediaPlaylist, withEndlist } from "./playlists";
+export { buildStillArgs, stillAt, THUMBNAIL_FILE, THUMBNAIL_SECONDS, THUMBNAIL_WIDTH } from "./thumbnails";

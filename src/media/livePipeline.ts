@@ -18,8 +18,10 @@ export interface LivePipelineOptions {
   fragmentMicros?: number;
   /** The ffmpeg has `-movflags cmaf`. */
   cmaf?: boolean;
-  /** The session's media folder: ffmpeg's working directory (it writes nothing there itself). */
+  /** The session's media folder: ffmpeg's working directory. */
   workDir?: string;
+  /** Where ffmpeg keeps the newest picture as a JPEG (written aside, renamed over); undefined: none. */
+  thumbnailFile?: string;
   /** The session's packager: this run's fragments continue its playlists. */
   packager: LivePackager;
   /** Every rendition has a complete segment from this run: once per run. */

@@ -5,7 +5,7 @@ import type { EventSink } from "../events";
 import { badName, rejected, type PublisherStats, type Refusal } from "../ingest";
 import type { Logger } from "../log";
 import { PART_SECONDS, type HlsSegment, type LiveHls } from "../hls";
-import { endPlaylists, LivePipeline, renditionLadder, type ProcessEnd, type ProcessRegistry, type StoredSegment } from "../media";
+import { endPlaylists, LivePipeline, renditionLadder, THUMBNAIL_FILE, type ProcessEnd, type ProcessRegistry, type StoredSegment } from "../media";
 import type { IngestProtocol, LiveRates, Rendition } from "../shapes";
 import type { LiveSessionMetrics, Metrics } from "../metrics";
 import type { Health } from "./health";
@@ -373,6 +373,8 @@ export class StreamRuntime {
       cmaf: this.deps.ffmpegCmaf !== false,
       packager: this.hls.packager,
       workDir: this.info.hlsDir,
+      // Beside the playlists: served at /hls/<playbackId>/thumbnail.jpg, left there when the session ends.
+      thumbnailFile: path.join(this.info.hlsDir, THUMBNAIL_FILE),
       log: this.log,
       registry: this.deps.registry,
       onPlayable: () => this.playable(pipeline),
