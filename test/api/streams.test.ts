@@ -78,12 +78,25 @@ describe("POST /stream", () => {
     expect(res.body.errors[0]).toMatch(/multistream target .* not found/);
   });
 
-  it("says plainly what it does not implement (501)", async () => {
-    const pull = await api("POST", "/stream", { name: "x", pull: { source: "rtmp://elsewhere/live" } });
-    expect(pull.status).toBe(501);
-    expect(pull.body.errors[0]).toMatch(/pull streams are not supported/);
+  it("keeps a playback policy: jwt and webhook (one of the caller's webhooks) stored and shown, back to public by PATCH", async () => {
     const jwt = await api("POST", "/stream", { name: "x", playbackPolicy: { type: "jwt" } });
-    expect(jwt.status).toBe(501);
+    expect(jwt.status).toBe(201);
+    expect(jwt.body.playbackPolicy).toEqual({ type: "jwt" });
+    expect((await api("PATCH", `/stream/${jwt.body.id}`, { playbackPolicy: { type: "public" } })).status).toBe(204);
+    expect((await api("GET", `/stream/${jwt.body.id}`)).body.playbackPolicy).toEqual({ type: "public" });
+
+    const hook = (await api("POST", "/webhook", { name: "h", url: "http://127.0.0.1:9/h", events: ["stream.started"] })).body;
+    const guarded = await api("POST", "/stream", { name: "y", playbackPolicy: { type: "webhook", webhookId: hook.id, webhookContext: { a: 1 }, refreshInterval: 99_999 } });
+    expect(guarded.status).toBe(201);
+    expect(guarded.body.playbackPolicy).toEqual({ type: "webhook", webhookId: hook.id, webhookContext: { a: 1 }, refreshInterval: 3600 });
+    for (const policy of [{ type: "webhook" }, { type: "webhook", webhookId: "nope" }]) {
+      const res = await api("POST", "/stream", { name: "z", playbackPolicy: policy });
+      expect(res.status).toBe(422);
+      expect(res.body.errors[0]).toMatch(/^playbackPolicy\.webhookId: /);
+    }
+    // Another user's webhook is as unknown as a missing one.
+    expect((await bob("POST", "/stream", { name: "z", playbackPolicy: { type: "webhook", webhookId: hook.id } })).status).toBe(422);
+    expect((await api("POST", "/stream", { name: "z", playbackPolicy: { type: "drm" } })).status).toBe(422);
   });
 });
 
