@@ -32,7 +32,7 @@ export interface SupervisedProcessOptions {
   cwd?: string;
   onOutput?(index: number, chunk: Buffer): void;
   tailLines?: number;
-  /** Values masked wherever the arguments are logged (an SRT passphrase). */
+  /** Values masked wherever the arguments or the stderr tail are logged or reported (an SRT passphrase, a pull source's password). */
   secrets?: string[];
 }
 
@@ -68,7 +68,8 @@ export class SupervisedProcess {
       pipe?.on("error", () => undefined);
     });
     readline.createInterface({ input: this.child.stderr! }).on("line", (line) => {
-      this.tail.push(line);
+      // ffmpeg repeats its urls in its messages: a secret in one never reaches a log from here.
+      this.tail.push(masked(line, opts.secrets));
       if (this.tail.length > max) this.tail.shift();
       opts.onStderrLine?.(line);
     });
@@ -94,7 +95,7 @@ export class SupervisedProcess {
       });
     });
     registry.add(this);
-    const shown = (opts.secrets ?? []).reduce((args, secret) => args.split(secret).join("<secret>"), opts.args.join(" "));
+    const shown = masked(opts.args.join(" "), opts.secrets);
     opts.log.debug({ process: opts.name, pid: this.pid, args: shown }, `${opts.name} started`);
   }
 
@@ -120,6 +121,11 @@ export class SupervisedProcess {
     this.stopRequested = true;
     if (!this.exited) this.child.kill("SIGKILL");
   }
+}
+
+/** `text` with each secret (longest first, so a secret holding another goes whole) replaced by `<secret>`. */
+function masked(text: string, secrets: string[] = []): string {
+  return [...secrets].filter((x) => x !== "").sort((a, b) => b.length - a.length).reduce((t, secret) => t.split(secret).join("<secret>"), text);
 }
 
 /**

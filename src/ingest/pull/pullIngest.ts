@@ -62,6 +62,24 @@ interface Pull {
 
 const DEFAULT_IO_TIMEOUT_MS = 10_000;
 
+/** The parts of a source url that may be credentials: its password (as written and decoded) and query. */
+function sourceSecrets(source: string): string[] {
+  try {
+    const url = new URL(source);
+    return [url.password, safeDecode(url.password), url.search.slice(1)];
+  } catch {
+    return [];
+  }
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
 /**
  * Pull ingest: one ffmpeg per stream with a pull source, on each ingest node, reading the source
  * and republishing it to the local RTMP server under a bridge ticket; from there it is a session
@@ -188,8 +206,9 @@ export class PullIngest {
       ioTimeoutMs: deps.ioTimeoutMs ?? DEFAULT_IO_TIMEOUT_MS,
       outputUrl: deps.rtmpUrl(ticket),
     });
-    // The source url (it may carry a password) and header values are masked where the args are logged.
-    const secrets = [pull!.source, ...Object.values(pull!.headers ?? {})].filter((v) => v.length >= 4);
+    // The source url, its password and query (either may hold credentials) and the header values
+    // are masked wherever the args or ffmpeg's messages are logged.
+    const secrets = [pull!.source, ...sourceSecrets(pull!.source), ...Object.values(pull!.headers ?? {})].filter((v) => v.length >= 4);
     const proc = spawnSupervised(deps.registry, {
       command: deps.ffmpegPath,
       args,
