@@ -106,6 +106,7 @@ describe("OpenAPI", () => {
         "POST /webhook", "GET /webhook", "GET /webhook/{id}", "PUT /webhook/{id}", "DELETE /webhook/{id}",
         "GET /webhook/{id}/log", "GET /webhook/{id}/log/{logId}", "POST /webhook/{id}/log/{logId}/resend",
         "GET /playback/{id}",
+        "POST /clip", "GET /asset", "GET /asset/{id}", "DELETE /asset/{id}", "GET /stream/{id}/clips", "GET /session/{id}/clips",
       ].sort(),
     );
     expect(doc.paths["/stream"].post.requestBody.content["application/json"].schema).toEqual({ $ref: "#/components/schemas/NewStreamPayload" });
