@@ -57,7 +57,14 @@
       s.isHealthy ? health[0] : el("ul", { class: "issues" }, health)]);
   }
 
-  function renderStreams(streams) {
+  // Concurrent viewers of a live stream (GET /api/data/views/now); nothing for one not live.
+  function viewerCount(s, viewers) {
+    if (!s.isActive) return el("span", { class: "viewers", text: "" });
+    var n = viewers[s.playbackId] || 0;
+    return el("span", { class: "viewers", text: n + (n === 1 ? " viewer" : " viewers") });
+  }
+
+  function renderStreams(streams, viewers) {
     rows(document.querySelector("#streams tbody"), streams.map(function (s) {
       var key = revealed[s.id]
         ? el("span", {}, [el("code", { text: rtmpUrl + "/" + s.streamKey }), document.createTextNode(" "),
@@ -67,13 +74,14 @@
       return [
         el("span", { text: s.name }),
         streamState(s),
+        viewerCount(s, viewers),
         key,
         el("span", { class: "actions" }, [
           el("a", { href: "/play/" + encodeURIComponent(s.playbackId), text: "Watch" }),
           el("a", { href: "/broadcast?stream=" + encodeURIComponent(s.id), class: "go-live", text: "Go live" }),
         ]),
       ];
-    }), 4, "No streams yet: create one with POST /api/stream.");
+    }), 5, "No streams yet: create one with POST /api/stream.");
   }
 
   // The API's URL (signed: its query is what opens the recording), on this page's origin like
@@ -123,6 +131,7 @@
     Promise.all([
       api("/stream?streamsonly=1&limit=100"),
       api("/session?limit=50"),
+      api("/data/views/now?breakdownBy[]=playbackId"),
       api("/webhook").then(function (hooks) {
         return Promise.all(hooks.map(function (h) {
           return api("/webhook/" + encodeURIComponent(h.id) + "/log?limit=10").then(function (log) { h.log = log; return h; });
@@ -131,9 +140,11 @@
     ]).then(function (all) {
       var playbackIds = {};
       all[0].forEach(function (s) { playbackIds[s.id] = s.playbackId; });
-      renderStreams(all[0]);
+      var viewers = {};
+      all[2].forEach(function (v) { viewers[v.playbackId] = v.viewCount; });
+      renderStreams(all[0], viewers);
       renderSessions(all[1], playbackIds);
-      renderWebhooks(all[2]);
+      renderWebhooks(all[3]);
       message.hidden = true;
       content.hidden = false;
     }).catch(function (err) {

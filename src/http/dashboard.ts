@@ -21,7 +21,7 @@ export function renderDashboard(rtmpUrl: string): string {
 <p id="message" class="error" hidden></p>
 <section id="content" hidden>
 <h2>Streams</h2>
-<table id="streams"><thead><tr><th>Name</th><th>Status</th><th>Ingest</th><th>Playback</th></tr></thead><tbody></tbody></table>
+<table id="streams"><thead><tr><th>Name</th><th>Status</th><th>Viewers</th><th>Ingest</th><th>Playback</th></tr></thead><tbody></tbody></table>
 <h2>Sessions and recordings</h2>
 <table id="sessions"><thead><tr><th>Stream</th><th>Started</th><th>Length</th><th>Protocol</th><th>Recording</th><th></th></tr></thead><tbody></tbody></table>
 <h2>Webhook deliveries</h2>
