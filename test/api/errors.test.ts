@@ -106,6 +106,8 @@ describe("OpenAPI", () => {
         "POST /webhook", "GET /webhook", "GET /webhook/{id}", "PUT /webhook/{id}", "DELETE /webhook/{id}",
         "GET /webhook/{id}/log", "GET /webhook/{id}/log/{logId}", "POST /webhook/{id}/log/{logId}/resend",
         "GET /playback/{id}",
+        "POST /access-control/signing-key", "GET /access-control/signing-key", "GET /access-control/signing-key/{id}", "PATCH /access-control/signing-key/{id}", "DELETE /access-control/signing-key/{id}",
+        "GET /data/views/now",
         "POST /clip", "GET /asset", "GET /asset/{id}", "DELETE /asset/{id}", "GET /stream/{id}/clips", "GET /session/{id}/clips",
       ].sort(),
     );
