@@ -1,8 +1,12 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
+import http from "node:http";
+import net from "node:net";
+import type { AddressInfo } from "node:net";
+import path from "node:path";
 import { Livepeer } from "livepeer";
 import { FFMPEG, probe, waitFor } from "../helpers/media";
-import { apiClient, useTestServer } from "../helpers/server";
+import { apiClient, tempDir, useTestServer } from "../helpers/server";
 import { useWatchedServer } from "../helpers/watched";
 
 // Pull ingest against real parts: ffmpeg serving testsrc2 + sine over RTMP on loopback (as an
@@ -40,6 +44,35 @@ function serveRtmp(port: number, seconds: number): Source {
 }
 
 const alive = (pid: number) => fs.existsSync(`/proc/${pid}`);
+
+/** A few seconds of HLS (H.264 + MP2 audio, which FLV cannot carry) served over HTTP; each request's path and headers. */
+async function serveHls(seconds: number): Promise<{ url: string; requests: { path: string; headers: http.IncomingHttpHeaders }[]; close(): Promise<void> }> {
+  const dir = tempDir("onair-pull-hls-");
+  const made = spawnSync(FFMPEG, [
+    "-hide_banner", "-nostdin", "-loglevel", "error",
+    "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+    "-t", String(seconds), "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-pix_fmt", "yuv420p", "-c:a", "mp2",
+    "-f", "hls", "-hls_time", "1", "-hls_list_size", "0", "-hls_playlist_type", "vod", path.join(dir, "live.m3u8"),
+  ]);
+  expect(made.status).toBe(0);
+  const requests: { path: string; headers: http.IncomingHttpHeaders }[] = [];
+  const server = http.createServer((req, res) => {
+    requests.push({ path: req.url ?? "", headers: req.headers });
+    const file = path.join(dir, path.basename(req.url ?? ""));
+    if (!fs.existsSync(file)) return res.writeHead(404).end();
+    res.writeHead(200).end(fs.readFileSync(file));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/live.m3u8`,
+    requests,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
 
 describe("pull ingest", () => {
   const sources: Source[] = [];
@@ -101,6 +134,47 @@ describe("pull ingest", () => {
 
     // A suspended stream's pull does not start.
     expect((await api("POST", `/stream/${s.id}/start-pull`)).status).toBe(400);
+  });
+
+  it("pulls HLS over HTTP with the stream's headers on every request, and makes audio FLV cannot carry AAC", async () => {
+    const { api, t } = fx;
+    const hls = await serveHls(4);
+    try {
+      const s = (await api("POST", "/stream", { name: "hls camera", pull: { source: hls.url, headers: { Authorization: "Bearer pull-token", "X-Camera": "lobby" } } })).body;
+      await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive, 25_000);
+      const probed = await probe(`http://127.0.0.1:${t.server.port}/hls/${s.playbackId}/index.m3u8`);
+      expect(probed.streams.find((x) => x.codec_type === "audio")).toMatchObject({ codec_name: "aac" });
+      expect(probed.streams.find((x) => x.codec_type === "video")).toMatchObject({ codec_name: "h264" });
+      // Playlist and segments alike carried the headers.
+      expect(hls.requests.some((r) => r.path.endsWith(".ts"))).toBe(true);
+      for (const r of hls.requests) expect(r.headers).toMatchObject({ authorization: "Bearer pull-token", "x-camera": "lobby" });
+      // Deleted: the pull stops (it would read the playlist again after each end).
+      expect((await api("DELETE", `/stream/${s.id}`)).status).toBe(204);
+      await waitFor("no ffmpeg of the server left", () => t.server.processes.size === 0 && t.server.pulls?.status(s.id) === undefined, 10_000);
+    } finally {
+      await hls.close();
+    }
+  });
+
+  it("checks the source against the outbound policy again before connecting (a source stored before the policy changed)", async () => {
+    const { t } = strict;
+    const connections: net.Socket[] = [];
+    const source = net.createServer((socket) => connections.push(socket));
+    await new Promise<void>((resolve) => source.listen(0, "127.0.0.1", resolve));
+    try {
+      const s = (await strict.api("POST", "/stream", { name: "stored earlier" })).body;
+      // As if written while loopback was allowed: straight into the store, then heard as a change.
+      await t.server.store.streams.update(s.id, { pull: { source: `rtmp://127.0.0.1:${(source.address() as AddressInfo).port}/live/x` } });
+      await t.server.sessions.heard({ streamId: s.id, change: "changed" });
+      const status = await waitFor("the pull refused", () => t.server.pulls?.status(s.id)?.lastProblem, 10_000);
+      expect(status).toMatch(/pull not started: destination refused by the outbound policy: 127\.0\.0\.1 is not a public address/);
+      expect(t.server.pulls!.status(s.id)).toMatchObject({ running: false, failures: 1 });
+      expect(connections).toHaveLength(0);
+      expect(t.server.processes.size).toBe(0);
+    } finally {
+      connections.forEach((c) => c.destroy());
+      await new Promise((resolve) => source.close(resolve));
+    }
   });
 
   it("start-pull: 400 without a pull source, 404 for another user's stream", async () => {

@@ -58,6 +58,18 @@ interface Pull {
   timer: NodeJS.Timeout | undefined;
   /** When the next attempt is due (while waiting), for logs and start-pull. */
   retryAt: number | undefined;
+  /** Why the last attempt ended or did not start. */
+  lastProblem: string | undefined;
+}
+
+/** A pull as the operator (and tests) see it. */
+export interface PullStatus {
+  running: boolean;
+  /** Attempts that failed in a row. */
+  failures: number;
+  /** When the next attempt is due, while waiting. */
+  retryAt: number | undefined;
+  lastProblem: string | undefined;
 }
 
 const DEFAULT_IO_TIMEOUT_MS = 10_000;
@@ -112,6 +124,12 @@ export class PullIngest {
     return new Map([...this.pulls].flatMap(([id, p]) => (p.process?.running && p.process.pid !== undefined ? [[id, p.process.pid] as const] : [])));
   }
 
+  /** The stream's pull on this node, if it pulls it. */
+  status(streamId: string): PullStatus | undefined {
+    const p = this.pulls.get(streamId);
+    return p && { running: p.process?.running ?? false, failures: p.failures, retryAt: p.retryAt, lastProblem: p.lastProblem };
+  }
+
   /** Starts the pulls streams need, stops those no longer wanted, restarts changed ones. */
   reconcile(): void {
     if (this.closed) return;
@@ -146,6 +164,7 @@ export class PullIngest {
       transcodeAudio: false,
       timer: undefined,
       retryAt: undefined,
+      lastProblem: undefined,
     };
     this.pulls.set(stream.id, pull);
     log.info({ source: parsed.source.redacted }, "pulling the stream's source");
@@ -253,6 +272,7 @@ export class PullIngest {
     p.failures = this.deps.backoff.failuresAfter(p.failures, ranForMs);
     const retryInMs = this.deps.backoff.delayMs(p.failures);
     p.retryAt = Date.now() + retryInMs;
+    p.lastProblem = why;
     log.warn({ ...fields, failuresInARow: p.failures, retryInMs }, `${why}: retrying`);
     p.timer = setTimeout(() => {
       // Read the stream afresh first: a suspend heard meanwhile stops the pull instead.
