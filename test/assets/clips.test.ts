@@ -1,3 +1,5 @@
+import fs from "node:fs";
+import path from "node:path";
 import { Livepeer } from "livepeer";
 import { apiClient } from "../helpers/server";
 import { probe, pushTestStream, waitFor, type Push } from "../helpers/media";
@@ -167,5 +169,28 @@ describe("clips", () => {
     await expect(sdk.asset.get(id)).rejects.toMatchObject({ statusCode: 404 });
     expect((await fetch(ready.downloadUrl!)).status).toBe(404);
     expect((await api("GET", `/playback/${ready.playbackId}`)).status).toBe(404);
+  });
+
+  it("a clip whose media is gone is tried again, then failed with the reason and asset.failed; no work files stay", async () => {
+    await waitFor("the recording finalized", async () => (await api("GET", `/session/${sessionId}`)).body.recordingStatus === "ready", 30_000);
+    // The recording's playlist stays (the request is checked against it), its segments go.
+    const folder = path.join(fx.t.dataDir, "recordings", sessionId, "0");
+    for (const f of fs.readdirSync(folder).filter((f) => f.endsWith(".m4s"))) fs.rmSync(path.join(folder, f));
+    const startTime = firstSegmentStart + 2000;
+    const requestedAt = Date.now();
+    const created = await api("POST", "/clip", { playbackId: stream.playbackId, sessionId, startTime, endTime: startTime + 4000 });
+    expect(created.status).toBe(200);
+    const id = created.body.asset.id;
+    const failed = await waitFor("the asset failed", async () => {
+      const got = (await api("GET", `/asset/${id}`)).body;
+      return got.status.phase === "failed" ? got : undefined;
+    }, 30_000, 250);
+    // Three attempts, 1 s and 2 s apart: one attempt alone fails within milliseconds.
+    expect(Date.now() - requestedAt).toBeGreaterThanOrEqual(3000);
+    expect(failed.status.errorMessage).toMatch(/^segment \S+\.m4s left the recording before it was read$/);
+    expect(failed).not.toHaveProperty("downloadUrl");
+    const delivered = await waitFor("asset.failed delivered", () => received().find((e) => e.event === "asset.failed" && (e.payload as { assetId?: string }).assetId === id), 10_000);
+    expect(delivered.payload).toMatchObject({ sessionId, error: failed.status.errorMessage, asset: { id, status: { phase: "failed", errorMessage: failed.status.errorMessage } } });
+    expect(fs.readdirSync(path.join(fx.t.dataDir, "assets")).filter((f) => f.startsWith(id))).toEqual([]);
   });
 });
