@@ -100,7 +100,7 @@ describe("OpenAPI", () => {
     expect(ops.sort()).toEqual(
       [
         "POST /stream", "GET /stream", "GET /stream/{id}", "PATCH /stream/{id}", "PATCH /stream/{id}/record", "DELETE /stream/{id}", "DELETE /stream/{id}/terminate",
-        "POST /stream/{id}/create-multistream-target", "DELETE /stream/{id}/multistream/{targetId}",
+        "POST /stream/{id}/create-multistream-target", "DELETE /stream/{id}/multistream/{targetId}", "POST /stream/{id}/start-pull",
         "GET /session", "GET /session/{id}", "GET /stream/{parentId}/sessions",
         "POST /multistream/target", "GET /multistream/target", "GET /multistream/target/{id}", "PATCH /multistream/target/{id}", "DELETE /multistream/target/{id}",
         "POST /webhook", "GET /webhook", "GET /webhook/{id}", "PUT /webhook/{id}", "DELETE /webhook/{id}",
