@@ -6,7 +6,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { Livepeer } from "livepeer";
 import { FFMPEG, probe, waitFor } from "../helpers/media";
-import { apiClient, tempDir, useTestServer } from "../helpers/server";
+import { apiClient, startTestServer, tempDir, useTestServer } from "../helpers/server";
 import { useWatchedServer } from "../helpers/watched";
 
 // Pull ingest against real parts: ffmpeg serving testsrc2 + sine over RTMP on loopback (as an
@@ -175,6 +175,26 @@ describe("pull ingest", () => {
       connections.forEach((c) => c.destroy());
       await new Promise((resolve) => source.close(resolve));
     }
+  });
+
+  it("leaves nothing running when the server stops (what SIGTERM does) mid-pull", async () => {
+    const t = await startTestServer({ HLS_SEGMENT_SECONDS: "1" });
+    const source = serveRtmp(freePort(), 60);
+    sources.push(source);
+    let pids: number[] = [];
+    try {
+      const api = apiClient(t.apiUrl, t.key);
+      const s = (await api("POST", "/stream", { name: "camera", pull: { source: source.url } })).body;
+      await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive, 20_000);
+      pids = t.server.processes.pids();
+      expect(t.server.pulls!.status(s.id)).toMatchObject({ running: true });
+    } finally {
+      await t.stop();
+    }
+    expect(pids.length).toBeGreaterThanOrEqual(2);
+    expect(pids.filter(alive)).toEqual([]);
+    // Its reader gone, the source ends too.
+    expect((await source.exited).afterMs).toBeLessThan(60_000);
   });
 
   it("start-pull: 400 without a pull source, 404 for another user's stream", async () => {
