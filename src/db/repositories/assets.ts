@@ -1,5 +1,5 @@
 import type { Sql } from "../sql";
-import { newId, newPlaybackId, orderedNow } from "../ids";
+import { newId, newPlaybackId, orderedNow, secretsEqual, sha256Hex } from "../ids";
 import type { Page } from "../types";
 import { selectPage, type PageRequest } from "./page";
 
@@ -100,10 +100,11 @@ export class AssetsRepository {
   async create(a: NewAsset): Promise<AssetRecord> {
     const id = newId();
     const now = orderedNow();
+    const playbackId = newPlaybackId();
     await this.q.run(
-      `INSERT INTO assets (id, user_id, playback_id, name, stream_id, session_id, source_playback_id, clip_start, clip_end, created_at, phase, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'waiting', ?)`,
-      [id, a.userId, newPlaybackId(), a.name, a.streamId, a.sessionId, a.sourcePlaybackId, a.clipStart, a.clipEnd, now, now],
+      `INSERT INTO assets (id, user_id, playback_id, playback_id_hash, name, stream_id, session_id, source_playback_id, clip_start, clip_end, created_at, phase, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'waiting', ?)`,
+      [id, a.userId, playbackId, sha256Hex(playbackId), a.name, a.streamId, a.sessionId, a.sourcePlaybackId, a.clipStart, a.clipEnd, now, now],
     );
     return (await this.get(id))!;
   }
@@ -119,8 +120,8 @@ export class AssetsRepository {
   }
 
   async getByPlaybackId(playbackId: string): Promise<AssetRecord | undefined> {
-    const row = await this.q.get<Row>("SELECT * FROM assets WHERE playback_id = ?", [playbackId]);
-    return row && toAsset(row);
+    const row = await this.q.get<Row>("SELECT * FROM assets WHERE playback_id_hash = ?", [sha256Hex(playbackId)]);
+    return row && secretsEqual(row.playback_id, playbackId) ? toAsset(row) : undefined;
   }
 
   async list(userId: string, page: PageRequest): Promise<Page<AssetRecord>> {

@@ -4,7 +4,10 @@ CREATE TABLE assets (
   seq                INTEGER PRIMARY KEY AUTOINCREMENT,
   id                 TEXT NOT NULL UNIQUE,
   user_id            TEXT NOT NULL REFERENCES users(id),
-  playback_id        TEXT NOT NULL UNIQUE,
+  playback_id        TEXT NOT NULL,
+  -- Looked up by its SHA-256, as streams' playback ids are (migration 003): no timing of an
+  -- index walk tells anything about the secret itself.
+  playback_id_hash   TEXT NOT NULL UNIQUE,
   name               TEXT NOT NULL,
   stream_id          TEXT NOT NULL,
   session_id         TEXT NOT NULL,
