@@ -4,7 +4,7 @@ import { buildStillArgs, stillAt, THUMBNAIL_SECONDS } from "../../src/media/thum
 
 const P = (name: string, width: number, height: number, fps = 30, bitrate = 1_000_000) => ({ name, width, height, fps, bitrate });
 const base = { inputUrl: "rtmp://127.0.0.1:1935/live/k", segmentSeconds: 2, fragmentMicros: 200_000, audioBitrate: 128000 };
-const JPEG_OUT = "-c:v mjpeg -q:v 5 -update 1 -atomic_writing 1 -f image2 /data/hls/p/thumbnail.jpg";
+const JPEG_OUT = "-c:v mjpeg -q:v 5 -threads 1 -update 1 -atomic_writing 1 -f image2 /data/hls/p/thumbnail.jpg";
 const SCALE = "scale=w='min(640,iw)':h=-2";
 
 describe("buildLiveArgs with a thumbnail", () => {
