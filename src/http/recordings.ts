@@ -6,17 +6,19 @@ import type { Readable } from "node:stream";
 import type { Store } from "../db";
 import type { RecordingStore } from "../storage";
 import { signPlaylistUris, SIGNATURE_PARAM, type RecordingUrlSigner } from "../recordings";
+import { THUMBNAIL_FILE } from "../media";
 import { malformedPathIsNotFound } from "./malformedPath";
 import { OBJECT_ID } from "./pages";
 
 // Recordings at /recordings/<sessionId>/index.m3u8 (master), /<n>/index.m3u8 and segments,
-// and /recordings/<sessionId>/output.mp4, with HTTP ranges (players seek in the MP4). Every
-// request carries the `sig` of the URL the API handed out; without it, or with another
-// session's, the answer is the same 404 as for no recording at all: nothing tells them apart.
+// /recordings/<sessionId>/output.mp4, with HTTP ranges (players seek in the MP4), and
+// /recordings/<sessionId>/thumbnail.jpg. Every request carries the `sig` of the URL the API
+// handed out; without it, or with another session's, the answer is the same 404 as for no
+// recording at all: nothing tells them apart.
 
 const VARIANT = /^\d{1,2}$/;
 const FILE = /^[\w-]{1,64}\.(m3u8|ts|m4s|mp4)$/;
-const TYPES: Record<string, string> = { ".m3u8": "application/vnd.apple.mpegurl", ".ts": "video/mp2t", ".m4s": "video/mp4", ".mp4": "video/mp4" };
+const TYPES: Record<string, string> = { ".m3u8": "application/vnd.apple.mpegurl", ".ts": "video/mp2t", ".m4s": "video/mp4", ".mp4": "video/mp4", ".jpg": "image/jpeg" };
 
 const notFound = (res: Response) => void res.status(404).json({ errors: ["not found"] });
 
@@ -80,6 +82,8 @@ export function recordingsRouter(store: Store, recordingsDir: string, signer: Re
 
   router.get("/recordings/:sessionId/index.m3u8", (req, res) => send(req, res, req.params.sessionId, ["index.m3u8"]));
   router.get("/recordings/:sessionId/output.mp4", (req, res) => send(req, res, req.params.sessionId, ["output.mp4"]));
+  // Made by finalize from the MP4 (none while the recording is still being made), signed alike.
+  router.get(`/recordings/:sessionId/${THUMBNAIL_FILE}`, (req, res) => send(req, res, req.params.sessionId, [THUMBNAIL_FILE]));
   router.get("/recordings/:sessionId/:variant/:file", (req, res) => {
     const { sessionId, variant, file } = req.params;
     if (!VARIANT.test(variant) || !FILE.test(file)) return notFound(res);

@@ -4,12 +4,13 @@ import type { Store } from "../db";
 import type { RecordingStore } from "../storage";
 import type { EventSink } from "../events";
 import type { Logger } from "../log";
-import { buildMasterPlaylist, parseMediaPlaylist, renditionLadder, writeAtomically, type ProcessRegistry } from "../media";
+import { buildMasterPlaylist, parseMediaPlaylist, renditionLadder, THUMBNAIL_FILE, writeAtomically, type ProcessRegistry } from "../media";
 import { RetryLater, type Job } from "../queue";
 import { presentSession, recordingUrls, type RecordingLinks, type Rendition } from "../shapes";
 import type { FinalizeJob } from "./recorder";
 import { DEFAULT_REMUX_STALL_MS, RemuxFailed, RemuxInterrupted, remuxToMp4 } from "./remux";
 import { freeBytesAt, isNoSpace, mp4BytesNeeded, saysNoSpace, spaceShortfall } from "./space";
+import { makeRecordingStill } from "./thumbnail";
 import { bestRendition, buildVodPlaylist, isSegmentFileName } from "./vod";
 
 /** Remuxes that fail (or stall) this many times mark the recording failed. */
@@ -74,6 +75,7 @@ export class RecordingFinalizer {
     this.running.add(control);
     let needed: number | undefined;
     let closed: string[] = [];
+    let still = false;
     try {
       // Recorded on another node (or this one, before a restart): its files come from the bucket.
       // The session's own renditions say which folders hold its recording; no file name is
@@ -95,6 +97,16 @@ export class RecordingFinalizer {
         playlist: path.join(dir, String(best.rendition.index), "index.m3u8"),
         output: path.join(dir, "output.mp4"),
         stallMs: deps.stallMs ?? DEFAULT_REMUX_STALL_MS,
+        signal: control.signal,
+      });
+      // The poster of the recording's player page, served beside the MP4 (never fails the recording).
+      still = await makeRecordingStill({
+        ffmpegPath: deps.ffmpegPath,
+        registry: deps.registry,
+        log,
+        mp4: path.join(dir, "output.mp4"),
+        output: path.join(dir, THUMBNAIL_FILE),
+        durationSeconds: best.seconds,
         signal: control.signal,
       });
     } catch (err) {
@@ -122,7 +134,7 @@ export class RecordingFinalizer {
     }
     // The closed playlists, the master and the MP4 go to the bucket before the recording is ready.
     try {
-      await deps.objects?.put(session.id, [...closed, "index.m3u8", "output.mp4"]);
+      await deps.objects?.put(session.id, [...closed, "index.m3u8", "output.mp4", ...(still ? [THUMBNAIL_FILE] : [])]);
     } catch (err) {
       log.warn({ err }, "could not store the recording in the object store; will try again");
       throw new RetryLater(5_000, `object store: ${err instanceof Error ? err.message : String(err)}`, { counted: false });
@@ -159,6 +171,8 @@ export interface RecordedRendition {
   bandwidth: number;
   /** its segments' size */
   bytes: number;
+  /** its segments' duration */
+  seconds: number;
 }
 
 /**
@@ -184,7 +198,7 @@ export function closePlaylists(dir: string, renditions: Rendition[]): RecordedRe
     writeAtomically(file, buildVodPlaylist(segments, true));
     const bytes = segments.reduce((n, s) => n + fs.statSync(path.join(folder, s.uri)).size, 0);
     const seconds = segments.reduce((n, s) => n + s.duration, 0);
-    recorded.push({ rendition, bandwidth: seconds > 0 ? (bytes * 8) / seconds : 1, bytes });
+    recorded.push({ rendition, bandwidth: seconds > 0 ? (bytes * 8) / seconds : 1, bytes, seconds });
   }
   const masterFile = path.join(dir, "index.m3u8");
   const wanted = recorded.map((r) => `${r.rendition.index}/index.m3u8`);
