@@ -38,7 +38,17 @@
   var stats = { stalls: 0 };
   window.onairPlayer = stats;
 
+  // The poster is the stream's newest thumbnail (the server builds its URL, with the page's
+  // query): asked for again when the page goes offline, to show the picture the stream ended on.
+  var poster = video.getAttribute("poster");
+  function refreshPoster() {
+    if (!poster) return;
+    video.removeAttribute("poster");
+    video.setAttribute("poster", poster);
+  }
+
   function setState(state) {
+    if (state === "offline" && kind === "live" && root.dataset.state !== "offline") refreshPoster();
     root.dataset.state = state;
     badge.hidden = state !== "live";
     offline.hidden = state !== "offline";
@@ -150,6 +160,12 @@
         // A decode hiccup is recoverable once or twice; anything else starts over (live: the
         // next poll reloads if the stream is still on).
         if (data.type === window.Hls.ErrorTypes.MEDIA_ERROR && media++ < 2) return hls.recoverMediaError();
+        // A protected stream refused this viewer (no JWT or access key, or an expired one): say
+        // so and stop, rather than polling as if the stream were offline.
+        if (data.response && data.response.code === 401) {
+          document.getElementById("error-text").textContent = "This stream needs a valid playback token (?jwt= or ?accessKey= in the page's address).";
+          return fail("error");
+        }
         fail(kind === "live" ? "offline" : "error");
       });
       hls.loadSource(src);
