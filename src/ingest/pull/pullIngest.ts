@@ -119,11 +119,6 @@ export class PullIngest {
     this.timer.unref();
   }
 
-  /** The pulls running now, by stream id: their ffmpeg's pid (metrics, tests). */
-  get running(): Map<string, number> {
-    return new Map([...this.pulls].flatMap(([id, p]) => (p.process?.running && p.process.pid !== undefined ? [[id, p.process.pid] as const] : [])));
-  }
-
   /** The stream's pull on this node, if it pulls it. */
   status(streamId: string): PullStatus | undefined {
     const p = this.pulls.get(streamId);
@@ -198,7 +193,6 @@ export class PullIngest {
       check = await deps.checkHost(p.source.host);
       holder = check.outcome === "allowed" ? await deps.liveElsewhere(p.stream.id) : undefined;
     } catch (err) {
-      p.starting = false;
       if (this.current(p)) this.retry(p, log, undefined, "could not look at the stream's lease", { err });
       return;
     } finally {
@@ -249,7 +243,8 @@ export class PullIngest {
       // A suspend or delete ends the session first, which disconnects this publish: the key
       // index has heard of it by then, so the pull stops here rather than retrying.
       this.reconcile();
-      if (!this.current(p)) return;
+      // Stopped, or already started again (a start-pull heard in that reconcile).
+      if (!this.current(p) || p.process || p.starting) return;
       this.ended(p, log, end, stderr, Date.now() - started);
     });
   }
