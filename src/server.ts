@@ -6,16 +6,17 @@ import express from "express";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import { createApp, RedisRateLimiter, type ApiDeps } from "./api";
+import { CLIP_QUEUE, clipJob, ClipMaker, ClipService, LiveClipBuffer, type ClipJob } from "./assets";
 import { databaseLocation, publicUrl, rtmpPublicUrl, type Config, type Role } from "./config";
 import { lockKey, logCheckpoints, openStore, type Store } from "./db";
 import { lockDataDir, type InstanceLock } from "./instanceLock";
 import { startEvents, type EventSink, type RunningEvents } from "./events";
 import type { Logger } from "./log";
-import { broadcastRouter, closeGracefully, createPublicServer, dashboardRouter, hlsRouter, operatorGate, playerRouter, recordingsRouter, whipRouter } from "./http";
-import { BridgeTickets, iceServerLinks, INGEST_APP, RtmpIngest, SrtIngest, WhipIngest } from "./ingest";
+import { broadcastRouter, closeGracefully, createPublicServer, dashboardRouter, hlsRouter, assetsRouter, operatorGate, playerRouter, recordingsRouter, whipRouter } from "./http";
+import { BridgeTickets, iceServerLinks, INGEST_APP, PullIngest, RtmpIngest, SrtIngest, WhipIngest } from "./ingest";
 import { LiveHls } from "./hls";
-import { ffmpegHasCmaf, locateFfmpeg, ProcessRegistry, reapLeftovers, type FfmpegLocation } from "./media";
-import { MultistreamManager } from "./multistream";
+import { AUDIO_BITRATE, ffmpegHasCmaf, locateFfmpeg, ProcessRegistry, reapLeftovers, type FfmpegLocation } from "./media";
+import { failuresAfter, MultistreamManager, retryDelayMs } from "./multistream";
 import { OutboundPolicy } from "./outbound";
 import { cachedReadiness, livenessRouter, probeDatabaseWritable, probeFfmpeg, readinessRouter, StorageWatch, STORAGE_RESERVE_BYTES } from "./health";
 import { bullmqQueueDepth, createMetrics, metricsRouter, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "./metrics";
@@ -23,7 +24,11 @@ import { expectedFinalizeJobs, finalizeJob, FINALIZE_QUEUE, Recorder, RecordingF
 import { SessionManager, StreamKeyIndex, type OrphanDeps } from "./sessions";
 import { LocalRecordingStore, S3RecordingStore, s3Client, type RecordingStore } from "./storage";
 import { ClusterNode, remoteLiveNode, sendNotice } from "./cluster";
-import { EVENT_FANOUT_QUEUE, startWebhookHistoryRetention, WEBHOOK_DELIVERY_QUEUE } from "./webhooks";
+import { freshViewerRowsMs, PlaybackGate, playbackSubjects, startViewerCountFlush, ViewerCounter, webhookQuestion } from "./playback";
+import { EVENT_FANOUT_QUEUE, startWebhookHistoryRetention, WEBHOOK_DELIVERY_QUEUE, WebhookSender } from "./webhooks";
+
+/** A `webhook` playback policy's webhook answers within this long, or the viewer is refused. */
+const POLICY_WEBHOOK_TIMEOUT_MS = 5000;
 
 /** Where the first start keeps the first API key, readable by the operator only (0600). */
 export const FIRST_KEY_FILE = "first-api-key";
@@ -48,8 +53,12 @@ export interface RunningServer {
   events: EventSink;
   /** Every process the server has running (ffmpeg). */
   processes: ProcessRegistry;
+  /** The pulls of streams with a pull source (an ingest node). */
+  pulls: PullIngest | undefined;
   /** What GET /metrics exposes (this server's own Prometheus registry). */
   metrics: Metrics;
+  /** Concurrent viewers of the streams this node packages (fed by the HLS routes; written to viewer_counts every heartbeat). */
+  viewers: ViewerCounter;
   /** Set when this start created the first user (empty data directory). */
   firstUser?: { name: string; apiKey: string };
   stop(): Promise<void>;
@@ -92,7 +101,7 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
   let resolvedPublicUrl = config.publicUrlSetting ?? "";
 
   // --- metrics: read at scrape time from the parts below, which exist by the first request ---
-  const queueNames = [EVENT_FANOUT_QUEUE, WEBHOOK_DELIVERY_QUEUE, FINALIZE_QUEUE];
+  const queueNames = [EVENT_FANOUT_QUEUE, WEBHOOK_DELIVERY_QUEUE, FINALIZE_QUEUE, CLIP_QUEUE];
   const queueDepth: QueueDepthReader | undefined = config.redisUrl
     ? bullmqQueueDepth(store.db, config.redisUrl, config.redisPrefix, queueNames)
     : undefined;
@@ -101,6 +110,7 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
     queueDepths: () => queueDepth?.depths() ?? waitingJobsByQueue(store.db, queueNames),
     publisherBytes: (publisherId) => ingest?.bytesRead(publisherId),
     streamIssues: () => sessions.runtimes().filter((r) => !r.isEnding).map((r) => r.health().kinds),
+    viewers: () => viewerSeries(viewers.counts(), sessions.runtimes().filter((r) => !r.isEnding).map((r) => r.stream.playbackId)),
   });
   // --- end of metrics ---
 
@@ -151,6 +161,27 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
   const hlsDir = path.join(config.dataDir, "hls");
   // Live sessions' packagers by playback id: the HLS routes answer live requests from them.
   const liveHls = new LiveHls();
+
+  // --- clips (src/assets): assets cut from a live window or a recording by a queue job ---
+  const assetsDir = path.join(config.dataDir, "assets");
+  const assetObjects: RecordingStore = config.s3
+    ? new S3RecordingStore(s3Client(config.s3), config.s3.bucket, (id) => path.join(assetsDir, id), log, undefined, (id) => `assets/${id}/`)
+    : new LocalRecordingStore();
+  // Each live session's source segments kept CLIP_WINDOW_SECONDS for clips (hard links).
+  const clipBuffer = new LiveClipBuffer(path.join(assetsDir, "live"), config.clipWindowSeconds);
+  clipBuffer.reset();
+  const clipPaths = { hlsDir, recordingsDir, recordings: objects, liveBufferDir: clipBuffer.dir };
+  const clips = new ClipService({
+    ...clipPaths,
+    store,
+    assetsDir,
+    assetObjects,
+    publicUrl: () => resolvedPublicUrl,
+    maxClipSeconds: config.maxClipSeconds,
+    enqueue: (job, within) => running.queue.enqueue<ClipJob>(CLIP_QUEUE, job, within),
+  });
+  running.queue.expect(CLIP_QUEUE, async () => (await clips.assets.listUnfinished(1_000)).map(clipJob));
+  // --- end of clips ---
   // A full or unwritable data directory ends live sessions with the reason and refuses new
   // publishes until it recovers; /readyz shows it meanwhile.
   const storage = new StorageWatch({
@@ -171,6 +202,7 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
   let ingest: RtmpIngest | undefined;
   let whip: WhipIngest | undefined;
   let srt: SrtIngest | undefined;
+  let pulls: PullIngest | undefined;
   let rtmpPort = config.rtmpPort;
   const rtmpLocalUrl = (name: string) => `rtmp://${rtmpHost.includes(":") ? `[${rtmpHost}]` : rtmpHost}:${rtmpPort}/${INGEST_APP}/${name}`;
   // WebRTC and SRT publishers come in through local bridges publishing under these tickets.
@@ -200,7 +232,7 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
     ffmpegCmaf: ffmpeg ? ffmpegHasCmaf(ffmpeg.path) : undefined,
     liveHls,
     disconnectPublisher: (id, refusal) => ingest?.disconnect(id, refusal),
-    observers: [recorder, multistream],
+    observers: [recorder, multistream, clipBuffer],
     metrics,
     maxLiveStreamsPerUser: config.limits.maxLiveStreamsPerUser,
     transcodeBudget: config.transcodeBudget,
@@ -289,6 +321,25 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
       srtIngest.start();
       undo.push(() => srtIngest.close());
     }
+    // Streams with a pull source: ffmpeg reads the source and publishes it here under a ticket.
+    // Every ingest node reconciles them; the stream's lease lets one node run the session.
+    const pullIngest = (pulls = new PullIngest({
+      streams: () => keys.all(),
+      tickets: bridges,
+      registry: processes,
+      ffmpegPath: ffmpeg?.path,
+      rtmpUrl: rtmpLocalUrl,
+      checkHost: (host) => outbound.check(host),
+      liveElsewhere: async (streamId) => {
+        const holder = await store.nodes.holder(streamId, Date.now());
+        return holder !== undefined && holder !== config.nodeId ? holder : undefined;
+      },
+      backoff: { delayMs: (n) => retryDelayMs(n), failuresAfter: (n, ranForMs) => failuresAfter(n, ranForMs) },
+      audioBitrate: AUDIO_BITRATE,
+      log: log.child({ ingest: "pull" }),
+    }));
+    pullIngest.start();
+    undo.push(() => pullIngest.close());
   }
   // --- end of live media ---
 
@@ -324,10 +375,25 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
     },
   });
   // Live HLS of a stream another node packages is passed to that node (several nodes only).
-  const hls = hlsRouter(store, hlsDir, liveHls, store.db.dialect === "postgres" ? remoteLiveNode(store, config.nodeId) : undefined);
+  // Who may watch (playback policies) and who does (viewers, counted from the players' tokens).
+  const viewers = new ViewerCounter({ windowMs: config.viewerWindowMs });
+  // Each node writes the counts of the streams it packages; the API sums the nodes' fresh rows.
+  const viewerFlush = startViewerCountFlush({ counter: viewers, store, log, nodeId: config.nodeId, intervalMs: config.heartbeatMs, keep: (id) => liveHls.get(id) !== undefined });
+  undo.push(() => viewerFlush.stop());
+  const policySender = new WebhookSender({ timeoutMs: POLICY_WEBHOOK_TIMEOUT_MS, policy: outbound });
+  undo.push(() => policySender.close());
+  const gate = new PlaybackGate({
+    key: recordingSigner.deriveKey("playback tokens"),
+    findKey: (userId, pub) => store.signingKeys.enabledForUser(userId, pub),
+    askWebhook: webhookQuestion(store, policySender, log),
+    viewers: { seen: (p, v) => viewers.seen(p, v), watching: (p, v) => viewers.watching(p, v) },
+    tokenSeconds: config.playbackTokenSeconds,
+  });
+  const hls = hlsRouter(store, hlsDir, liveHls, { gate, subject: playbackSubjects(store) }, store.db.dialect === "postgres" ? remoteLiveNode(store, config.nodeId) : undefined);
   const pages = [
     hls,
     recordingsRouter(store, recordingsDir, recordingSigner, objects.kind === "s3" ? objects : undefined),
+    assetsRouter(store, assetsDir, assetObjects.kind === "s3" ? assetObjects : undefined),
     livenessRouter(),
     operatorGate(config.metricsToken, () => adminAddress),
     ...operatorRouters,
@@ -344,7 +410,7 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
     : undefined;
   // A node without the api role serves HLS only: other nodes pass their viewers' requests to it.
   const app = has("api")
-    ? createApp({ store, log, publicUrl: () => resolvedPublicUrl, signRecording, live: sessions, limits: config.limits, outbound, rateLimiter, srt: srtUrls(config, () => rtmpPort) }, pages, metrics)
+    ? createApp({ store, log, publicUrl: () => resolvedPublicUrl, signRecording, live: sessions, limits: config.limits, outbound, rateLimiter, srt: srtUrls(config, () => rtmpPort), viewerCountsFreshMs: freshViewerRowsMs(config.heartbeatMs), clips }, pages, metrics)
     : express().disable("x-powered-by").use(hls, whipRoutes, livenessRouter());
   const publicServer = createPublicServer(app, config.tls);
   await listen(publicServer.server, config.port, config.host);
@@ -368,6 +434,9 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
     objects: objects.kind === "s3" ? objects : undefined,
   });
   const finalizeWorker = has("worker") ? running.queue.process<FinalizeJob>(FINALIZE_QUEUE, finalizer.handle, { concurrency: 1 }) : undefined;
+  // Clips once PUBLIC_URL is known too: asset.ready carries the asset's URLs.
+  const clipMaker = new ClipMaker({ ...clipPaths, store, events, log, registry: processes, ffmpegPath: ffmpeg?.path, assetsDir, objects: assetObjects, publicUrl: () => resolvedPublicUrl });
+  const clipWorker = has("worker") ? running.queue.process<ClipJob>(CLIP_QUEUE, clipMaker.handle, { concurrency: 1 }) : undefined;
 
   let stopped: Promise<void> | undefined;
   return {
@@ -384,7 +453,9 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
     sessions,
     events,
     processes,
+    pulls,
     metrics,
+    viewers,
     firstUser,
     stop: () =>
       (stopped ??= (async () => {
@@ -394,9 +465,14 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
         const finalizeStopped = finalizeWorker?.close();
         finalizer.interrupt();
         await finalizeStopped;
+        // Clips likewise: an ffmpeg running is stopped, its job runs again after the restart.
+        const clipsStopped = clipWorker?.close();
+        clipMaker.interrupt();
+        await clipsStopped;
         // WebRTC peers closed (their bridges' publishes end), then the live sessions.
         await whip?.close();
         await srt?.close();
+        await pulls?.close();
         // Live sessions next: publishers disconnected, playlists ended, isActive false and
         // stream.idle raised while the event sink still takes events.
         await sessions.shutdown();
@@ -404,6 +480,7 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
         await processes.stopAll(2000);
         // Its streams' leases given back: another node may take a reconnecting publisher at once.
         await cluster.stop(true);
+        await viewerFlush.stop();
         // Then HTTP and webhook delivery side by side, each with its own bound (3 s), so that
         // the whole stop stays well inside the 10 s a supervisor gives before SIGKILL.
         const httpClosed = Promise.all([publicServer.close(3_000), closeGracefully(admin, 3_000)]);
@@ -413,10 +490,16 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
         await Promise.all([httpClosed, running.stop()]);
         await queueDepth?.close();
         rateRedis?.disconnect();
+        policySender.close();
         await store.close();
         lock.release();
       })()),
   };
+}
+
+/** The onair_viewers series: one per playback id live here, so the series end with their streams. */
+function viewerSeries(counts: Map<string, number>, livePlaybackIds: (string | null)[]): Map<string, number> {
+  return new Map(livePlaybackIds.filter((id) => id !== null).map((id) => [id, counts.get(id) ?? 0]));
 }
 
 /** SRT_PORTS set: the ports streams get and the URL callers use (SRT_PUBLIC_HOST, else RTMP_PUBLIC_URL's or PUBLIC_URL's host). */

@@ -6,12 +6,14 @@ import { ApiError, dataError, storageError } from "./errors";
 import { buildOpenApi, renderDocsPage, type OpenApiDoc } from "./openapi";
 import { ApiRateLimiter } from "./rateLimit";
 import { allowedMethods, mountRoutes, type Route } from "./route";
+import { assetRoutes } from "./routes/assets";
 import { playbackRoutes } from "./routes/playback";
 import { sessionRoutes } from "./routes/sessions";
 import { signingKeyRoutes } from "./routes/signingKeys";
 import { streamRoutes } from "./routes/streams";
 import { streamTargetRoutes } from "./routes/streamTargets";
 import { targetRoutes } from "./routes/targets";
+import { viewershipRoutes } from "./routes/viewership";
 import { webhookLogRoutes } from "./routes/webhookLogs";
 import { webhookRoutes } from "./routes/webhooks";
 
@@ -21,7 +23,7 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 const VERSION: string = require("../../package.json").version;
 
 export function apiRoutes(deps: ApiDeps): Route[] {
-  return [...streamRoutes(deps), ...streamTargetRoutes(deps), ...sessionRoutes(deps), ...targetRoutes(deps), ...webhookRoutes(deps), ...webhookLogRoutes(deps), ...playbackRoutes(deps), ...signingKeyRoutes(deps)];
+  return [...streamRoutes(deps), ...streamTargetRoutes(deps), ...sessionRoutes(deps), ...targetRoutes(deps), ...webhookRoutes(deps), ...webhookLogRoutes(deps), ...playbackRoutes(deps), ...signingKeyRoutes(deps), ...assetRoutes(deps), ...viewershipRoutes(deps)];
 }
 
 /**

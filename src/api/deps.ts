@@ -1,3 +1,4 @@
+import type { ClipService } from "../assets";
 import type { LimitSettings } from "../config";
 import type { Store } from "../db";
 import type { Logger } from "../log";
@@ -21,4 +22,8 @@ export interface ApiDeps {
   rateLimiter?: RateLimiter;
   /** SRT ingest (SRT_PORTS): streams get a listener port from `ports`, shown as `srtUrl`. */
   srt?: { ports: { first: number; last: number }; url(port: number, passphrase: string): string };
+  /** Clips (POST /clip) and the assets they make (src/assets); those routes answer 501 when absent. */
+  clips?: ClipService;
+  /** GET /data/views/now sums the nodes' viewer counts written within this long, ms; 15 s when absent. */
+  viewerCountsFreshMs?: number;
 }

@@ -298,6 +298,10 @@ const envSchema = z.object({
   // 0: the mode's default (1 s with low latency, 2 s without).
   HLS_SEGMENT_SECONDS: integer("HLS_SEGMENT_SECONDS", 0, 1, 10, " (seconds)"),
   HLS_LIST_SIZE: integer("HLS_LIST_SIZE", 6, 2, 30),
+  // The longest clip POST /clip makes (src/assets): a copy, so length costs disk, not CPU.
+  MAX_CLIP_SECONDS: integer("MAX_CLIP_SECONDS", 600, 1, 24 * 3600, " (seconds)"),
+  // How far back clips reach into a live session (its source segments kept on disk that long).
+  CLIP_WINDOW_SECONDS: integer("CLIP_WINDOW_SECONDS", 300, 0, 24 * 3600, " (seconds)"),
   // Abuse limits (issue 8). The rate defaults leave room for a busy dashboard or SDK script:
   // a client has to keep up more than 50 requests a second, or send 100 at once, to see a 429.
   API_RATE_LIMIT: integer("API_RATE_LIMIT", DEFAULT_LIMITS.apiRatePerSecond, 0, 100_000, " (requests per second; 0 disables)"),
@@ -315,6 +319,9 @@ const envSchema = z.object({
   MAX_SIGNING_KEYS_PER_USER: integer("MAX_SIGNING_KEYS_PER_USER", DEFAULT_LIMITS.maxSigningKeysPerUser, 0, 100_000),
   // A viewer (a player session) counts as watching while it asked for a playlist this recently.
   VIEWER_WINDOW_SECONDS: integer("VIEWER_WINDOW_SECONDS", 30, 1, 600, " (seconds)"),
+  // A gated stream's media URLs carry tokens that expire this long after the playlist naming
+  // them was served: a segment URL copied out of a player stops working (players reload far sooner).
+  PLAYBACK_TOKEN_SECONDS: integer("PLAYBACK_TOKEN_SECONDS", 30, 5, 3600, " (seconds)"),
   // Below this much free space on the data directory, live sessions end and publishes are
   // refused (while SQLite can still record it), and /readyz fails.
   STORAGE_MIN_FREE_MB: integer("STORAGE_MIN_FREE_MB", 64, 0, 1_000_000, " (MiB)"),
@@ -415,6 +422,10 @@ export interface Config {
   tls: { cert: Buffer; key: Buffer } | undefined;
   /** Segments listed in a live playlist (the live window); older ones are deleted. */
   hlsListSize: number;
+  /** The longest clip POST /clip makes, s (MAX_CLIP_SECONDS). */
+  maxClipSeconds: number;
+  /** How far back clips reach into a live session, s (CLIP_WINDOW_SECONDS; 0: the live playlist's window only). */
+  clipWindowSeconds: number;
   /** Namespace of onair's keys in Redis (BullMQ's prefix). */
   redisPrefix: string;
   webhooks: WebhookSettings;
@@ -440,6 +451,8 @@ export interface Config {
   srt: SrtSettings | undefined;
   /** A viewer counts while its player asked for a playlist within this long, ms. */
   viewerWindowMs: number;
+  /** Lifetime of a gated stream's media tokens, s (PLAYBACK_TOKEN_SECONDS). */
+  playbackTokenSeconds: number;
 }
 
 export interface WebRtcSettings {
@@ -551,6 +564,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     hlsSegmentSeconds: e.HLS_SEGMENT_SECONDS || (e.HLS_LOW_LATENCY ? 1 : 2),
     hlsLowLatency: e.HLS_LOW_LATENCY,
     hlsListSize: e.HLS_LIST_SIZE,
+    maxClipSeconds: e.MAX_CLIP_SECONDS,
+    clipWindowSeconds: e.CLIP_WINDOW_SECONDS,
     redisPrefix: e.REDIS_PREFIX,
     webhooks: {
       retryFirstMs: e.WEBHOOK_RETRY_FIRST_MS,
@@ -576,6 +591,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       mediaTimeoutMs: e.WEBRTC_MEDIA_TIMEOUT_SECONDS * 1000,
     },
     viewerWindowMs: e.VIEWER_WINDOW_SECONDS * 1000,
+    playbackTokenSeconds: e.PLAYBACK_TOKEN_SECONDS,
     srt: e.SRT_PORTS ? { ports: e.SRT_PORTS, latencyMs: e.SRT_LATENCY_MS, publicHost: e.SRT_PUBLIC_HOST } : undefined,
     limits: {
       apiRatePerSecond: e.API_RATE_LIMIT,

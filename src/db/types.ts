@@ -1,10 +1,8 @@
-import type { IngestProtocol, Profile, SegmentCounters } from "../shapes";
+import type { IngestProtocol, PlaybackPolicy, Profile, PullConfig, SegmentCounters } from "../shapes";
 
 // Domain records as the repositories return them (camelCase, booleans, parsed JSON).
 
-export interface PlaybackPolicy {
-  type: "public";
-}
+export type { PlaybackPolicy };
 
 export interface StreamRecord extends SegmentCounters {
   seq: number;
@@ -28,6 +26,10 @@ export interface StreamRecord extends SegmentCounters {
   /** SRT ingest (SRT_PORTS): the stream's listener port and the passphrase callers need. */
   srtPort: number | null;
   srtPassphrase: string | null;
+  /** Pull ingest: the source onair reads while the stream is enabled; null for a pushed stream. */
+  pull: PullConfig | null;
+  /** When start-pull last asked the pull to start now (ms): the pull ingest acts on a change. */
+  pullRequestedAt: number | null;
 }
 
 export type RecordingStatus = "waiting" | "ready" | "failed" | "deleted" | "none";

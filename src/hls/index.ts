@@ -7,3 +7,4 @@ export { lastPartOf, partHoldBack, renderMediaPlaylist, SEGMENTS_WITH_PARTS } fr
 export { RenditionTrack, TrackError, type HlsMap, type HlsPart, type HlsSegment, type RunClock } from "./track";
 export { LiveHls } from "./registry";
 export { buildMasterPlaylist, playlistName, type Variant } from "./master";
+export { addUriQuery, type UriRole } from "./uris";

@@ -1,10 +1,13 @@
+import fs from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import path from "node:path";
 import zlib from "node:zlib";
 import express, { type Request, type Response } from "express";
 import type { Store } from "../db";
-import { parseBlockingQuery, satisfies, tooFarAhead, type LiveHls, type LivePackager } from "../hls";
+import { addUriQuery, parseBlockingQuery, satisfies, tooFarAhead, type LiveHls, type LivePackager } from "../hls";
+import { MEDIA_PARAM, SESSION_PARAM, type Credentials, type PlaybackGate, type PlaybackSubject } from "../playback";
+import { THUMBNAIL_FILE } from "../media";
 import { malformedPathIsNotFound } from "./malformedPath";
 
 // HLS at /hls/<playbackId>/index.m3u8 (master) and /hls/<playbackId>/<n>/<file>. A live
@@ -16,11 +19,35 @@ const VARIANT = /^\d{1,2}$/;
 const FILE = /^[\w-]{1,64}\.(m3u8|ts|m4s|mp4)$/;
 
 const PLAYLIST_TYPE = "application/vnd.apple.mpegurl";
-const TYPES: Record<string, string> = { ".m3u8": PLAYLIST_TYPE, ".ts": "video/mp2t", ".m4s": "video/mp4", ".mp4": "video/mp4" };
+const TYPES: Record<string, string> = { ".m3u8": PLAYLIST_TYPE, ".ts": "video/mp2t", ".m4s": "video/mp4", ".mp4": "video/mp4", ".jpg": "image/jpeg" };
+/** The thumbnail is rewritten every THUMBNAIL_SECONDS under the same name. */
+const THUMBNAIL_CACHE = "public, max-age=5";
 /** Media names are unique per session and never change. */
 const MEDIA_CACHE = "public, max-age=86400, immutable";
 
 const notFound = (res: Response) => void res.status(404).json({ errors: ["not found"] });
+
+/**
+ * Who may watch what (src/playback): the gate, and the stream a playback id names (cached
+ * briefly: a policy change takes effect within seconds, and a segment costs no query).
+ */
+export interface HlsAccess {
+  gate: PlaybackGate;
+  subject(playbackId: string): Promise<PlaybackSubject | undefined>;
+}
+
+/** What a player shows: `?jwt=` or a `Livepeer-Jwt` header, `?accessKey=`, and our own tokens. */
+const credentials = (req: Request): Credentials => ({
+  jwt: req.query.jwt ?? req.get("livepeer-jwt"),
+  accessKey: req.query.accessKey,
+  session: req.query[SESSION_PARAM],
+  media: req.query[MEDIA_PARAM],
+});
+
+const refused = (res: Response, r: { status: number; error: string }) => void res.status(r.status).set("cache-control", "no-store").json({ errors: [r.error] });
+
+/** Playlists written for one viewer (tokens in their URIs) are never shared by caches. */
+const PER_VIEWER = "private, no-cache";
 
 /** Apple's authoring spec asks for compressed playlists; a live one is a few hundred bytes to a few KiB. */
 function sendPlaylist(req: Request, res: Response, text: string, cacheControl: string, gzip?: Buffer): void {
@@ -47,7 +74,10 @@ const PROXIED_HEADERS = ["content-type", "content-length", "content-encoding", "
 function proxy(req: Request, res: Response, base: string): Promise<void> {
   return new Promise((resolve) => {
     const url = new URL(req.originalUrl, base);
-    const headers = { "accept-encoding": req.get("accept-encoding") ?? "", [PROXIED]: "1" };
+    const headers: Record<string, string> = { "accept-encoding": req.get("accept-encoding") ?? "", [PROXIED]: "1" };
+    // The packaging node decides who watches: it sees what the player showed.
+    const jwt = req.get("livepeer-jwt");
+    if (jwt !== undefined) headers["livepeer-jwt"] = jwt;
     const upstream = (url.protocol === "https:" ? https : http).get(url, { headers, timeout: 15_000 }, (up) => {
       res.status(up.statusCode ?? 502);
       for (const h of PROXIED_HEADERS) if (up.headers[h] !== undefined) res.set(h, up.headers[h] as string);
@@ -70,7 +100,7 @@ function proxy(req: Request, res: Response, base: string): Promise<void> {
  * `remote`: where a stream live on another node is packaged (several nodes), or nothing: every
  * live stream of this node is in `live`.
  */
-export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, remote?: (playbackId: string) => Promise<string | undefined>): express.Router {
+export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, access: HlsAccess, remote?: (playbackId: string) => Promise<string | undefined>): express.Router {
   const router = express.Router();
 
   router.use("/hls", (_req, res, next) => {
@@ -80,15 +110,35 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, remote?: 
   });
 
   /** An ended session's files (or a live one's that left memory): looked up, then read from disk. */
-  const fromDisk = async (res: Response, playbackId: string, parts: string[]) => {
+  const fromDisk = async (req: Request, res: Response, playbackId: string, parts: string[]) => {
     // Only names of our own making reach the file system: nothing can climb out of hlsDir.
-    if (!(await store.streams.getByPlaybackId(playbackId))) return notFound(res);
+    const subject = await access.subject(playbackId);
+    if (!subject) return notFound(res);
     const ext = path.extname(parts[parts.length - 1]!);
     const playlist = ext === ".m3u8";
+    const file = path.join(hlsDir, playbackId, ...parts);
+    if (subject.policy && subject.policy.type !== "public") {
+      if (!playlist) {
+        const verdict = await access.gate.media(subject, credentials(req));
+        if (!verdict.ok) return refused(res, verdict);
+      } else {
+        // A gated playlist names its media with the viewer's tokens: read and rewritten.
+        const verdict = parts.length === 1 ? await access.gate.open(subject, credentials(req)) : await access.gate.playlist(subject, credentials(req));
+        if (!verdict.ok) return refused(res, verdict);
+        let text: string;
+        try {
+          text = await fs.promises.readFile(file, "utf8");
+        } catch {
+          return notFound(res);
+        }
+        const tokens = "media" in verdict ? { media: verdict.media, session: verdict.session } : { session: verdict.session };
+        return sendPlaylist(req, res, withTokens(text, tokens), PER_VIEWER);
+      }
+    }
     res.sendFile(path.join(playbackId, ...parts), {
       root: hlsDir,
       dotfiles: "deny",
-      headers: { "content-type": TYPES[ext]!, "cache-control": playlist ? "no-cache" : MEDIA_CACHE },
+      headers: { "content-type": TYPES[ext]!, "cache-control": playlist ? "no-cache" : ext === ".jpg" ? THUMBNAIL_CACHE : MEDIA_CACHE },
       cacheControl: false,
       lastModified: !playlist,
       etag: !playlist,
@@ -101,7 +151,7 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, remote?: 
   const elsewhere = async (req: Request, res: Response, playbackId: string, parts: string[]) => {
     const base = req.get(PROXIED) ? undefined : await remote?.(playbackId);
     if (base) return proxy(req, res, base);
-    return fromDisk(res, playbackId, parts);
+    return fromDisk(req, res, playbackId, parts);
   };
 
   router.get("/hls/:playbackId/index.m3u8", async (req, res) => {
@@ -109,10 +159,25 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, remote?: 
     if (!PLAYBACK_ID.test(playbackId)) return notFound(res);
     const packager = live.get(playbackId);
     if (!packager) return elsewhere(req, res, playbackId, ["index.m3u8"]);
+    const subject = await access.subject(playbackId);
+    if (!subject) return notFound(res);
+    const verdict = await access.gate.open(subject, credentials(req));
+    if (!verdict.ok) return refused(res, verdict);
     const master = packager.master();
     // Not playable yet: as before a first segment, nothing to play.
     if (master === undefined) return notFound(res);
-    sendPlaylist(req, res, master, "no-cache");
+    // Each viewer's variant URIs carry its session token: it is how viewers are counted, and how
+    // a gated stream's player goes on without showing its JWT again.
+    sendPlaylist(req, res, withTokens(master, { session: verdict.session }), PER_VIEWER);
+  });
+
+  // The stream's newest picture: a file the packaging node's pipeline keeps up to date (and
+  // leaves in place when the session ends); 404 until the first one is written.
+  router.get(`/hls/:playbackId/${THUMBNAIL_FILE}`, async (req, res) => {
+    const { playbackId } = req.params;
+    if (!PLAYBACK_ID.test(playbackId)) return notFound(res);
+    if (live.get(playbackId)) return fromDisk(req, res, playbackId, [THUMBNAIL_FILE]);
+    return elsewhere(req, res, playbackId, [THUMBNAIL_FILE]);
   });
 
   router.get("/hls/:playbackId/:variant/:file", async (req, res) => {
@@ -122,9 +187,17 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, remote?: 
     if (!packager) return elsewhere(req, res, playbackId, [variant, file]);
     const index = Number(variant);
     if (!packager.tracks[index]) return notFound(res);
-    if (file === "index.m3u8") return mediaPlaylist(req, res, packager, index);
+    const subject = await access.subject(playbackId);
+    if (!subject) return notFound(res);
+    if (file === "index.m3u8") {
+      const verdict = await access.gate.playlist(subject, credentials(req));
+      if (!verdict.ok) return refused(res, verdict);
+      return mediaPlaylist(req, res, packager, index, verdict.media === undefined ? undefined : { media: verdict.media, session: verdict.session });
+    }
+    const verdict = await access.gate.media(subject, credentials(req));
+    if (!verdict.ok) return refused(res, verdict);
     if (await media(req, res, packager, index, file)) return;
-    await fromDisk(res, playbackId, [variant, file]);
+    await fromDisk(req, res, playbackId, [variant, file]);
   });
   router.use(malformedPathIsNotFound);
   return router;
@@ -143,7 +216,7 @@ function gone(res: Response): AbortSignal {
  * A rendition's live playlist, at once or (with `_HLS_msn`/`_HLS_part`) as soon as it holds
  * what was asked, within three target durations (RFC 8216bis §6.2.5.2: 503 after that).
  */
-async function mediaPlaylist(req: Request, res: Response, packager: LivePackager, index: number): Promise<void> {
+async function mediaPlaylist(req: Request, res: Response, packager: LivePackager, index: number, tokens?: ViewerTokens): Promise<void> {
   const query = parseBlockingQuery(req.query as Record<string, unknown>);
   if (!query.ok) return void res.status(400).json({ errors: [query.error] });
   const track = packager.tracks[index]!;
@@ -158,6 +231,7 @@ async function mediaPlaylist(req: Request, res: Response, packager: LivePackager
   }
   const playlist = packager.mediaPlaylistWithGzip(index);
   if (playlist === undefined) return notFound(res);
+  if (tokens) return sendPlaylist(req, res, withTokens(playlist.text, tokens), PER_VIEWER);
   // A blocking response names the state it waited for: a CDN may share it between the viewers
   // asking the same thing; an unqualified reload must revalidate.
   sendPlaylist(req, res, playlist.text, request ? `public, max-age=${packager.targetDuration * packager.windowSegments}` : "no-cache", playlist.gzip);
@@ -179,4 +253,17 @@ async function media(req: Request, res: Response, packager: LivePackager, index:
   res.set({ "content-type": "video/mp4", "cache-control": MEDIA_CACHE });
   res.send(found.bytes);
   return true;
+}
+
+/** The tokens a viewer's playlist writes into its URIs: media tokens for media, the session token for playlists. */
+interface ViewerTokens {
+  media?: string;
+  session?: string;
+}
+
+function withTokens(playlist: string, t: ViewerTokens): string {
+  return addUriQuery(playlist, (role) => {
+    const value = role === "media" ? t.media : t.session;
+    return value === undefined ? undefined : `${role === "media" ? MEDIA_PARAM : SESSION_PARAM}=${value}`;
+  });
 }

@@ -1,5 +1,6 @@
 import express, { type Request, type Response } from "express";
 import type { Store } from "../db";
+import { THUMBNAIL_FILE } from "../media";
 import { malformedPathIsNotFound } from "./malformedPath";
 import { escapeHtml, OBJECT_ID, renderPage, sendPage, serveAsset } from "./pages";
 
@@ -16,6 +17,8 @@ export interface PlayerView {
   src: string;
   /** live: poll for the stream going live; vod: a recording, playable now. */
   kind: "live" | "vod";
+  /** The thumbnail shown until the video plays (and after a live stream ends), relative to the page's origin. */
+  poster?: string;
 }
 
 /** The player page's HTML. Pure: every value is escaped here. */
@@ -23,7 +26,7 @@ export function renderPlayer(v: PlayerView): string {
   const attr = escapeHtml;
   const body = `<main id="player" data-kind="${attr(v.kind)}" data-src="${attr(v.src)}" data-status-url="/api/playback/${attr(v.playbackId)}" data-state="loading">
 <div class="stage">
-<video id="video" controls playsinline></video>
+<video id="video" controls playsinline${v.poster ? ` poster="${attr(v.poster)}"` : ""}></video>
 <div id="offline" class="notice" hidden><strong>This stream is offline.</strong><span>Playback starts by itself when it goes live.</span></div>
 <div id="error" class="notice" hidden><strong id="error-text">This recording cannot be played.</strong></div>
 <span id="live-badge" class="badge" hidden>LIVE</span>
@@ -34,6 +37,20 @@ export function renderPlayer(v: PlayerView): string {
 </div>
 </main>`;
   return renderPage({ title: `${v.title} · onair`, body, scripts: ["hls.min.js", "player.js"], bodyClass: "player-page" });
+}
+
+/**
+ * What the page's own URL shows for a gated stream (`?jwt=` or `?accessKey=`), passed on to the
+ * master playlist: the page of a `jwt` stream is embedded as `/play/<playbackId>?jwt=<token>`.
+ */
+export function viewerQuery(req: Request): string {
+  const q = new URLSearchParams();
+  for (const name of ["jwt", "accessKey"]) {
+    const v = req.query[name];
+    if (typeof v === "string" && v.length > 0 && v.length <= 8192) q.set(name, v);
+  }
+  const text = q.toString();
+  return text === "" ? "" : `?${text}`;
 }
 
 function notFoundPage(res: Response): void {
@@ -58,14 +75,18 @@ export function playerRouter(store: Store, signRecording: (sessionId: string) =>
     const stream = PLAYBACK_ID.test(playbackId) ? await store.streams.getByPlaybackId(playbackId) : undefined;
     if (!stream) return notFoundPage(res);
     if (session === undefined) {
-      return sendPage(res, 200, renderPlayer({ title: stream.name, playbackId, src: `/hls/${playbackId}/index.m3u8`, kind: "live" }), { framable: true });
+      const src = `/hls/${playbackId}/index.m3u8${viewerQuery(req)}`;
+      // Built beside src, with the same query: whatever opens the playlist opens the poster.
+      const poster = `/hls/${playbackId}/${THUMBNAIL_FILE}${viewerQuery(req)}`;
+      return sendPage(res, 200, renderPlayer({ title: stream.name, playbackId, src, kind: "live", poster }), { framable: true });
     }
     // A recording of this stream only: a session id alone never reveals another stream's.
     const record = typeof session === "string" && OBJECT_ID.test(session) ? await store.sessions.get(session) : undefined;
     if (!record || !record.record || record.parentId !== stream.id) return notFoundPage(res);
     const title = `${stream.name} · recording of ${new Date(record.createdAt).toISOString().slice(0, 16).replace("T", " ")} UTC`;
     const src = `/recordings/${record.id}/index.m3u8?sig=${signRecording(record.id)}`;
-    sendPage(res, 200, renderPlayer({ title, playbackId, src, kind: "vod" }), { framable: true });
+    const poster = `/recordings/${record.id}/${THUMBNAIL_FILE}?sig=${signRecording(record.id)}`;
+    sendPage(res, 200, renderPlayer({ title, playbackId, src, kind: "vod", poster }), { framable: true });
   });
   router.use(malformedPathIsNotFound);
   return router;

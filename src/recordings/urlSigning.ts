@@ -2,6 +2,7 @@ import crypto from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type { Sql } from "../db";
+import { addUriQuery } from "../hls";
 
 // Recording URLs carry a signature: `…/recordings/<sessionId>/output.mp4?sig=<HMAC-SHA256 of the
 // session id>`, keyed with a secret only this server knows. A session id travels in webhooks,
@@ -61,6 +62,14 @@ export class RecordingUrlSigner {
     return new RecordingUrlSigner(Buffer.from(row.value, "hex"));
   }
 
+  /**
+   * A key for another use of the same secret (playback tokens): one secret for the operator to
+   * keep (and share between nodes), keys that never coincide with the recordings' signatures.
+   */
+  deriveKey(label: string): Buffer {
+    return crypto.createHmac("sha256", this.secret).update(`onair key: ${label}`).digest();
+  }
+
   /** The signature of a session's recording URLs. */
   sign(sessionId: string): string {
     return crypto.createHmac("sha256", this.secret).update(sessionId).digest("base64url");
@@ -80,14 +89,5 @@ export class RecordingUrlSigner {
  * unsigned.
  */
 export function signPlaylistUris(playlist: string, signature: string): string {
-  const signed = (uri: string) => `${uri}${uri.includes("?") ? "&" : "?"}${SIGNATURE_PARAM}=${signature}`;
-  return playlist
-    .split("\n")
-    .map((line) => {
-      const trimmed = line.trim();
-      if (trimmed === "") return line;
-      if (!trimmed.startsWith("#")) return signed(trimmed);
-      return line.replace(/URI="([^"]*)"/g, (_m, uri: string) => `URI="${signed(uri)}"`);
-    })
-    .join("\n");
+  return addUriQuery(playlist, () => `${SIGNATURE_PARAM}=${signature}`);
 }

@@ -1,7 +1,9 @@
 import { z } from "zod";
 import { mediaCounterFields, mediaCounters, NO_RATE, type LiveRates, type SegmentCounters } from "./counters";
 import { expected } from "./messages";
+import { playbackPolicyObject, type PlaybackPolicy } from "./playbackPolicy";
 import { profile, type Profile } from "./profile";
+import { pullConfig } from "./pull";
 
 // The stream object: what the API returns and what every webhook delivery carries (without
 // its key). The type comes from the schema, so the OpenAPI document and the bytes on the wire
@@ -47,12 +49,13 @@ export const streamObject = z
     suspended: z.boolean(),
     profiles: z.array(profile),
     multistream: z.object({ targets: z.array(targetRef) }).optional(),
-    playbackPolicy: z.object({ type: z.literal("public") }).optional(),
+    playbackPolicy: playbackPolicyObject.optional(),
     ...mediaCounterFields,
     lastTerminatedAt: z.number().nullable(),
     isHealthy: z.boolean().nullable().describe("while a session is open: false when `issues` lists a problem; null otherwise"),
     issues: z.array(z.string()).nullable().describe("what makes the live stream unhealthy, for a broadcaster to act on; null when not live"),
     reconnectWindow: reconnectWindow.optional(),
+    pull: pullConfig.optional().describe("the pull source, when onair pulls the stream (the API's view only: webhook payloads never carry it, its url and headers may hold credentials)"),
   })
   .meta({ id: "Stream" });
 
@@ -72,7 +75,7 @@ export interface StoredStream extends SegmentCounters {
   record: boolean;
   suspended: boolean;
   profiles: Profile[];
-  playbackPolicy: { type: "public" } | null;
+  playbackPolicy: PlaybackPolicy | null;
   lastTerminatedAt: number | null;
   reconnectWindow: number | null;
 }
@@ -92,7 +95,7 @@ export function presentStream(s: StoredStream, targets: z.infer<typeof targetRef
     suspended: s.suspended,
     profiles: s.profiles,
     ...(isChild ? {} : { multistream: { targets } }),
-    ...(s.playbackPolicy ? { playbackPolicy: { type: "public" as const } } : {}),
+    ...(s.playbackPolicy ? { playbackPolicy: s.playbackPolicy } : {}),
     ...mediaCounters(s, rates),
     lastTerminatedAt: s.lastTerminatedAt,
     isHealthy: health?.isHealthy ?? null,

@@ -5,7 +5,7 @@ export { judgeAttempt, nextRetryDelay, SPEC_SCHEDULE } from "./retry";
 export type { AttemptFailure, RetrySchedule, Verdict } from "./retry";
 export { signatureHeader, standardWebhooksHeaders, standardWebhooksKey, verifySignature } from "./signature";
 export type { StandardWebhooksHeaders } from "./signature";
-export { RESPONSE_BODY_LIMIT } from "./send";
+export { RESPONSE_BODY_LIMIT, WebhookSender } from "./send";
 export { startWebhookHistoryRetention } from "./retention";
 export { EVENT_FANOUT_QUEUE, enqueueFanOut, expectedFanOutJobs, fanOutBatch, fanOutHandler, fanOutJobId, wantsEvent, FANOUT_BATCH, FANOUT_BUDGET_MS } from "./fanout";
 export type { FanOutJob } from "./fanout";

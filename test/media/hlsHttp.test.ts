@@ -54,10 +54,12 @@ describe("live LL-HLS from memory", () => {
     const master = await fetch(url("index.m3u8"), { headers: { origin: "https://player.example.com" } });
     expect(master.status).toBe(200);
     expect(master.headers.get("content-type")).toBe("application/vnd.apple.mpegurl");
-    expect(master.headers.get("cache-control")).toBe("no-cache");
+    // Written for one viewer (its session token in the variant URIs): never shared by a cache.
+    expect(master.headers.get("cache-control")).toBe("private, no-cache");
     expect(master.headers.get("access-control-allow-origin")).toBe("*");
     const variant = (HLS.parse(await master.text()) as HLS.types.MasterPlaylist).variants[0]!;
     expect(variant.codecs).toMatch(/^avc1\.[0-9a-f]{6},mp4a\.40\.2$/);
+    expect(variant.uri).toMatch(/^0\/index\.m3u8\?s=[\w-]{16}\.\d+\.[\w-]{22}$/);
 
     const res = await fetch(url("0/index.m3u8"), { headers: { "accept-encoding": "gzip" } });
     expect(res.headers.get("content-encoding")).toBe("gzip");

@@ -1,12 +1,18 @@
+import { assetUrls } from "../../assets";
 import type { ApiDeps } from "../deps";
 import { notFound } from "../errors";
-import { route, type Route } from "../route";
+import { route, type Route, type RouteResult } from "../route";
 import { errorBody } from "../schemas/common";
 import { playbackInfoObject, type PlaybackInfoJson } from "../schemas/playback";
 
 /** DESIGN.md: live HLS is served at `$PUBLIC_URL/hls/<playbackId>/index.m3u8`. */
 export function hlsUrl(publicUrl: string, playbackId: string): string {
   return `${publicUrl}/hls/${playbackId}/index.m3u8`;
+}
+
+/** The stream's newest picture, beside its playlists (src/media/thumbnails.ts): 404 until its first session writes one. */
+export function thumbnailUrl(publicUrl: string, playbackId: string): string {
+  return `${publicUrl}/hls/${playbackId}/thumbnail.jpg`;
 }
 
 export function playbackRoutes(deps: ApiDeps): Route[] {
@@ -20,17 +26,39 @@ export function playbackRoutes(deps: ApiDeps): Route[] {
       responses: { 200: { description: "Playback info", schema: playbackInfoObject }, 404: { description: "Unknown playback id", schema: errorBody } },
       handle: async ({ params }) => {
         const s = await deps.store.streams.getByPlaybackId(params.id!);
-        if (!s) throw notFound(`playback id ${params.id!.slice(0, 64)}`);
+        if (!s) return vodPlayback(deps, params.id!);
         const info: PlaybackInfoJson = {
           type: "live",
           meta: {
             live: s.isActive ? 1 : 0,
-            playbackPolicy: { type: "public" },
-            source: [{ hrn: "HLS (TS)", type: "html5/application/vnd.apple.mpegurl", url: hlsUrl(deps.publicUrl(), s.playbackId!) }],
+            playbackPolicy: { type: s.playbackPolicy?.type ?? "public" },
+            source: [
+              { hrn: "HLS (TS)", type: "html5/application/vnd.apple.mpegurl", url: hlsUrl(deps.publicUrl(), s.playbackId!) },
+              // Livepeer's names, which the SDK's enums accept.
+              { hrn: "Thumbnail (JPEG)", type: "image/jpeg", url: thumbnailUrl(deps.publicUrl(), s.playbackId!) },
+            ],
           },
         };
         return { status: 200, body: info };
       },
     }),
   ];
+}
+
+/** An asset's (a clip's) playback id: `vod`, its HLS and its MP4, once it is ready (Livepeer's answer for assets). */
+async function vodPlayback(deps: ApiDeps, playbackId: string): Promise<RouteResult> {
+  const a = await deps.clips?.assets.getByPlaybackId(playbackId);
+  if (!a || a.phase !== "ready") throw notFound(`playback id ${playbackId.slice(0, 64)}`);
+  const urls = assetUrls(deps.publicUrl(), a.playbackId);
+  const info: PlaybackInfoJson = {
+    type: "vod",
+    meta: {
+      playbackPolicy: { type: "public" },
+      source: [
+        { hrn: "HLS (TS)", type: "html5/application/vnd.apple.mpegurl", url: urls.playbackUrl },
+        { hrn: "MP4", type: "html5/video/mp4", url: urls.downloadUrl },
+      ],
+    },
+  };
+  return { status: 200, body: info };
 }

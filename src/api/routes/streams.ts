@@ -1,33 +1,37 @@
 import { DEFAULT_LIMITS, type LimitSettings } from "../../config";
 import { lockKey, type StreamRecord } from "../../db";
-import { presentStream, streamObject } from "../../shapes";
+import { MAX_POLICY_REFRESH_SECONDS, presentStream, streamObject, type PlaybackPolicy } from "../../shapes";
 import type { ApiDeps } from "../deps";
-import { checkDestinations } from "../destinations";
-import { badRequest, notFound, notImplemented, unprocessable } from "../errors";
+import { badRequest, notFound, unprocessable } from "../errors";
 import { parseStreamFilters } from "../filters";
 import { decodeCursor } from "../pagination";
 import { route, type Route } from "../route";
-import { errorBody, hostOf } from "../schemas/common";
+import { errorBody } from "../schemas/common";
 import { playbackPolicy, recordPatchBody, streamCreateBody, streamListQuery, streamPatchBody } from "../schemas/stream";
 import type { z } from "zod";
 import { checkUserCap } from "../caps";
-import { checkRefProfiles, resolveTargetRefs } from "./multistreamRefs";
+import { checkInlineTargets, checkRefProfiles, resolveTargetRefs, targetCapProblem } from "./multistreamRefs";
 import { pageResult } from "./listing";
+import { checkPullSource, startPullRoute } from "./streamPull";
 
 const TAG = "Streams";
 const notFoundResponse = { description: "No such stream of the caller", schema: errorBody };
 
-/** Only public playback exists: anything else is a missing feature, said plainly. */
-function checkPlaybackPolicy(p: z.output<typeof playbackPolicy> | null | undefined): { type: "public" } | null | undefined {
+/**
+ * The stored form of a playback policy: `webhook` needs one of the caller's webhooks (checked
+ * here, as it is written); `refreshInterval` is kept within MAX_POLICY_REFRESH_SECONDS.
+ */
+async function checkPlaybackPolicy(deps: ApiDeps, userId: string, p: z.output<typeof playbackPolicy> | null | undefined): Promise<PlaybackPolicy | null | undefined> {
   if (p === undefined || p === null) return p;
-  if (p.type !== "public") throw notImplemented(`playbackPolicy type "${p.type}" is not supported; only "public" playback is`);
-  return { type: "public" };
-}
-
-/** Inline target specs create targets: their urls pass the outbound policy like any target's. */
-function checkInlineTargets(deps: ApiDeps, body: { multistream?: { targets: { spec?: { url: string } }[] } }): Promise<void> {
-  const hosts = (body.multistream?.targets ?? []).flatMap((t, i) => (t.spec ? [{ field: `multistream.targets[${i}].spec.url`, host: hostOf(t.spec.url) }] : []));
-  return checkDestinations(deps, hosts);
+  if (p.type !== "webhook") return { type: p.type };
+  if (p.webhookId === undefined) throw unprocessable("playbackPolicy.webhookId: a `webhook` policy needs the id of one of your webhooks");
+  if (!(await deps.store.webhooks.getOwned(userId, p.webhookId))) throw unprocessable(`playbackPolicy.webhookId: no webhook ${p.webhookId.slice(0, 64)} of yours`);
+  return {
+    type: "webhook",
+    webhookId: p.webhookId,
+    ...(p.webhookContext !== undefined ? { webhookContext: p.webhookContext } : {}),
+    ...(p.refreshInterval !== undefined ? { refreshInterval: Math.min(p.refreshInterval, MAX_POLICY_REFRESH_SECONDS) } : {}),
+  };
 }
 
 /**
@@ -52,10 +56,8 @@ function checkCaps(
     }
     if (p.fps > limits.maxRenditionFps) problems.push(`profiles.${i}: ${p.fps} fps is more than ${limits.maxRenditionFps} (MAX_RENDITION_FPS)`);
   });
-  const targetCount = body.multistream?.targets.length ?? 0;
-  if (targetCount > limits.maxTargetsPerStream) {
-    problems.push(`multistream.targets: at most ${limits.maxTargetsPerStream} multistream targets per stream (MAX_TARGETS_PER_STREAM), got ${targetCount}`);
-  }
+  const targetProblem = targetCapProblem(body.multistream?.targets.length ?? 0, limits.maxTargetsPerStream);
+  if (targetProblem) problems.push(targetProblem);
   if (problems.length > 0) throw unprocessable(...problems);
 }
 
@@ -64,7 +66,8 @@ export function streamRoutes(deps: ApiDeps): Route[] {
   const limits = deps.limits ?? DEFAULT_LIMITS;
   const present = async (s: StreamRecord) => {
     const json = presentStream(s, s.parentId ? [] : await store.streamTargets.listForStream(s.id), s.isActive ? deps.live.rates(s.id) : undefined, deps.live.health(s.id));
-    // The API's view only (webhook payloads carry no ingest secrets).
+    // The API's view only (webhook payloads carry no ingest secrets, nor a pull source's).
+    if (s.pull && !s.parentId) json.pull = s.pull;
     return deps.srt && s.srtPort !== null && s.srtPassphrase !== null && !s.parentId ? { ...json, srtUrl: deps.srt.url(s.srtPort, s.srtPassphrase) } : json;
   };
 
@@ -83,6 +86,7 @@ export function streamRoutes(deps: ApiDeps): Route[] {
   };
 
   return [
+    startPullRoute(deps, ownedParent),
     route({
       method: "post",
       path: "/stream",
@@ -91,15 +95,15 @@ export function streamRoutes(deps: ApiDeps): Route[] {
       body: streamCreateBody,
       responses: { 201: { description: "The new stream", schema: streamObject }, 422: { description: "Invalid body", schema: errorBody } },
       handle: async ({ userId, body }) => {
-        if (body.pull !== undefined) throw notImplemented("pull streams are not supported: push RTMP to the ingest URL instead");
+        await checkPullSource(deps, body.pull);
         checkCaps(body, limits);
-        await checkInlineTargets(deps, body);
-        const policy = checkPlaybackPolicy(body.playbackPolicy);
+        await checkInlineTargets(deps, body.multistream?.targets ?? []);
+        const policy = await checkPlaybackPolicy(deps, userId, body.playbackPolicy);
         const profiles = body.profiles ?? [];
         const stream = await store.transaction(async (tx) => {
           await lockKey(tx.db, `streams/${userId}`);
           checkUserCap(await tx.streams.countOwned(userId), 1, limits.maxStreamsPerUser, "streams", "MAX_STREAMS_PER_USER");
-          const s = await tx.streams.create({ userId, name: body.name, profiles, record: body.record ?? false, playbackPolicy: policy ?? null, reconnectWindow: body.reconnectWindow ?? null });
+          const s = await tx.streams.create({ userId, name: body.name, profiles, record: body.record ?? false, playbackPolicy: policy ?? null, reconnectWindow: body.reconnectWindow ?? null, pull: body.pull ?? null });
           if (body.multistream) await tx.streamTargets.replaceForStream(s.id, await resolveTargetRefs(tx, userId, body.multistream, profiles, limits.maxTargetsPerUser));
           if (deps.srt) {
             await lockKey(tx.db, "srt-ports");
@@ -147,8 +151,9 @@ export function streamRoutes(deps: ApiDeps): Route[] {
       handle: async ({ userId, body, params }) => {
         checkCaps(body, limits);
         const s = await ownedParent(userId, params.id!, "historic child stream objects are read-only; update the parent stream");
-        await checkInlineTargets(deps, body);
-        const policy = checkPlaybackPolicy(body.playbackPolicy);
+        await checkPullSource(deps, body.pull);
+        await checkInlineTargets(deps, body.multistream?.targets ?? []);
+        const policy = await checkPlaybackPolicy(deps, userId, body.playbackPolicy);
         const profiles = body.profiles === undefined ? s.profiles : (body.profiles ?? []);
         await store.transaction(async (tx) => {
           if (body.multistream) {
@@ -164,6 +169,7 @@ export function streamRoutes(deps: ApiDeps): Route[] {
             suspended: body.suspended,
             playbackPolicy: policy,
             reconnectWindow: body.reconnectWindow,
+            pull: body.pull,
           });
           // The node running its session ends it, or applies the new targets; every ingest node
           // learns whether the key may publish.

@@ -2,14 +2,15 @@ import { z } from "zod";
 
 export const playbackInfoObject = z
   .object({
-    type: z.enum(["live", "recording"]),
+    type: z.enum(["live", "recording", "vod"]),
     meta: z.object({
       live: z.union([z.literal(0), z.literal(1)]).optional(),
-      playbackPolicy: z.object({ type: z.literal("public") }).optional(),
+      // Only the type: this answer needs no authorization, and a webhook policy's details are the owner's.
+      playbackPolicy: z.object({ type: z.enum(["public", "jwt", "webhook"]) }).optional(),
       source: z.array(
         z.object({
-          hrn: z.enum(["HLS (TS)", "MP4"]),
-          type: z.enum(["html5/application/vnd.apple.mpegurl", "html5/video/mp4"]),
+          hrn: z.enum(["HLS (TS)", "MP4", "Thumbnail (JPEG)"]),
+          type: z.enum(["html5/application/vnd.apple.mpegurl", "html5/video/mp4", "image/jpeg"]),
           url: z.string(),
         }),
       ),

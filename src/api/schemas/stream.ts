@@ -1,16 +1,20 @@
 import { z } from "zod";
-import { expected, reconnectWindow } from "../../shapes";
+import { expected, pullConfig, reconnectWindow } from "../../shapes";
 import { listQuery, profiles, queryFlag, targetUrl } from "./common";
 
 export const playbackPolicy = z
   .object({
     type: z.enum(["public", "jwt", "webhook"]),
-    webhookId: z.string().optional(),
-    webhookContext: z.record(z.string(), z.unknown()).optional(),
-    refreshInterval: z.number().optional(),
-    allowedOrigins: z.array(z.string()).optional(),
+    webhookId: z.string().min(1).max(200).optional().describe("`webhook` policy: the caller's webhook asked whether a viewer may watch"),
+    webhookContext: z.record(z.string(), z.unknown()).optional().describe("`webhook` policy: sent to the webhook with every question"),
+    refreshInterval: z.number().positive().optional().describe("`webhook` policy: seconds an answer is kept for a viewer (default 30, at most 3600)"),
+    allowedOrigins: z.array(z.string()).optional().describe("accepted and not enforced"),
   })
-  .meta({ id: "PlaybackPolicy", description: "Only `public` playback is implemented." });
+  .meta({
+    id: "PlaybackPolicy",
+    description:
+      "`public`: anyone with the playback id watches. `jwt`: a JWT signed (ES256) by one of the owner's enabled signing keys, `sub` = playback id, `pub` = the key's publicKey, `exp` required, as `?jwt=` or a `Livepeer-Jwt` header. `webhook`: onair POSTs `{accessKey, context, timestamp}` to the webhook; a 2xx admits the viewer (`?accessKey=`).",
+  });
 
 export const targetRefInput = z
   .object({
@@ -55,7 +59,7 @@ export const streamCreateBody = z
     multistream: multistreamInput.optional(),
     playbackPolicy: playbackPolicy.nullable().optional(),
     reconnectWindow: reconnectWindow.optional(),
-    pull: z.unknown().optional().describe("not supported: onair ingests by RTMP push"),
+    pull: pullConfig.optional().describe("onair pulls the stream from this source instead of waiting for a push"),
   })
   .meta({ id: "NewStreamPayload" });
 
@@ -68,6 +72,7 @@ export const streamPatchBody = z
     multistream: multistreamInput.optional(),
     playbackPolicy: playbackPolicy.nullable().optional(),
     reconnectWindow: reconnectWindow.optional(),
+    pull: pullConfig.nullable().optional().describe("onair extension (Livepeer sets pull at creation only): a new pull source, or null to stop pulling"),
   })
   .meta({ id: "StreamPatchPayload" });
 
