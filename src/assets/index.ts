@@ -2,6 +2,7 @@
 // stored beside recordings (local disk or the bucket) and played at their own playback id.
 export { buildClipArgs, progressSeconds, type ClipArgsInput } from "./clipArgs";
 export { ASSET_MP4, ASSET_PLAYLIST, CLIP_ATTEMPTS, ClipMaker, sourcePlaylist, videoSpecOf, type ClipMakerDeps } from "./maker";
+export { LiveClipBuffer, renderBufferPlaylist, trimWindow, type BufferedSegment } from "./liveBuffer";
 export { assetUrls, presentAsset, type AssetJson } from "./present";
 export { CLIP_QUEUE, clipJob, ClipRefused, ClipService, DEFAULT_MAX_CLIP_SECONDS, type ClipJob, type ClipRequest, type ClipServiceDeps } from "./service";
 export { CLIP_RENDITION, describeAvailable, resolveClipSource, type SourcePaths } from "./sources";

@@ -20,6 +20,8 @@ export interface SourcePaths {
   recordingsDir: string;
   /** The recordings' store (local disk or the bucket). */
   recordings: RecordingStore;
+  /** `DATA_DIR/assets/live`: live sessions' clip windows (LiveClipBuffer); absent: the live playlist's window only. */
+  liveBufferDir?: string;
 }
 
 export type SourceKind = "live" | "recording";
@@ -33,19 +35,25 @@ export interface ClipSource {
 
 export type ResolveResult = { ok: true; source: ClipSource } | { ok: false; available: { kind: SourceKind; from: number; to: number }[] };
 
-/** The live window's dated segments of rendition 0, when the folder holds this session's (its names start with the session's prefix). */
-export function readLiveWindow(paths: SourcePaths, playbackId: string, sessionId: string): Required<TimedSegment>[] | undefined {
-  let text: string;
-  try {
-    text = fs.readFileSync(path.join(paths.hlsDir, playbackId, String(CLIP_RENDITION), "index.m3u8"), "utf8");
-  } catch {
-    return undefined;
-  }
-  const segments = parseTimedPlaylist(text);
-  // The packager names a session's media `<first 8 of its id>_…`: an earlier session's window is not this one's.
+/**
+ * The live window's dated segments of rendition 0 and their folder: the session's clip buffer
+ * when there is one, else the live playlist's folder when it holds this session's media (the
+ * packager names a session's media `<first 8 of its id>_…`: an earlier session's is not this one's).
+ */
+export function readLiveWindow(paths: SourcePaths, playbackId: string, sessionId: string): { segments: Required<TimedSegment>[]; dir: string } | undefined {
   const prefix = `${sessionId.slice(0, 8)}_`;
-  if (segments.length === 0 || !segments.every((s) => s.uri.startsWith(prefix) && s.programDateTime !== undefined)) return undefined;
-  return segments as Required<TimedSegment>[];
+  const dirs = [...(paths.liveBufferDir ? [path.join(paths.liveBufferDir, sessionId)] : []), path.join(paths.hlsDir, playbackId, String(CLIP_RENDITION))];
+  for (const dir of dirs) {
+    let text: string;
+    try {
+      text = fs.readFileSync(path.join(dir, "index.m3u8"), "utf8");
+    } catch {
+      continue;
+    }
+    const segments = parseTimedPlaylist(text);
+    if (segments.length > 0 && segments.every((s) => s.uri.startsWith(prefix) && s.programDateTime !== undefined)) return { segments: segments as Required<TimedSegment>[], dir };
+  }
+  return undefined;
 }
 
 async function readText(body: Readable): Promise<string> {
@@ -78,11 +86,11 @@ export async function resolveClipSource(paths: SourcePaths, session: SessionReco
   const available: { kind: SourceKind; from: number; to: number }[] = [];
   const live = session.endedAt === null ? readLiveWindow(paths, playbackId, session.id) : undefined;
   if (live) {
-    const planned = planClip(live, startMs, endMs);
-    if (planned.ok) return { ok: true, source: { kind: "live", plan: planned.plan, dir: path.join(paths.hlsDir, playbackId, String(CLIP_RENDITION)) } };
+    const planned = planClip(live.segments, startMs, endMs);
+    if (planned.ok) return { ok: true, source: { kind: "live", plan: planned.plan, dir: live.dir } };
     if (planned.available) available.push({ kind: "live", ...planned.available });
   }
-  const recorded = await readRecording(paths, session, live ?? readLiveWindow(paths, playbackId, session.id));
+  const recorded = await readRecording(paths, session, (live ?? readLiveWindow(paths, playbackId, session.id))?.segments);
   if (recorded) {
     const planned = planClip(recorded, startMs, endMs);
     const dir = path.join(paths.recordingsDir, session.id, String(CLIP_RENDITION));

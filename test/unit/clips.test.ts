@@ -1,4 +1,4 @@
-import { buildClipArgs, dateSegments, describeAvailable, parseTimedPlaylist, planClip, progressSeconds, sourcePlaylist, type TimedSegment } from "../../src/assets";
+import { buildClipArgs, dateSegments, describeAvailable, parseTimedPlaylist, planClip, progressSeconds, renderBufferPlaylist, sourcePlaylist, trimWindow, type TimedSegment } from "../../src/assets";
 
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -109,5 +109,28 @@ describe("describeAvailable", () => {
   it("names each source's range as ISO times and ms", () => {
     expect(describeAvailable([{ kind: "live", from: T0, to: T0 + 2000 }])).toBe(`the live window holds ${iso(T0)} to ${iso(T0 + 2000)} (startTime ${T0} to endTime ${T0 + 2000})`);
     expect(describeAvailable([])).toMatch(/nothing of this session is available/);
+  });
+});
+
+describe("the live clip window", () => {
+  it.each([
+    // [case, window seconds, segments kept (of ten 2 s segments)]
+    ["a window longer than the session keeps all", 60, 10],
+    ["a window of 6 s keeps the last three", 6, 3],
+    ["a window between segments keeps the one it cuts into", 5, 3],
+    ["a zero window keeps none", 0, 0],
+  ])("trimWindow: %s", (_case, seconds, kept) => {
+    const segments = dated(10);
+    const r = trimWindow(segments, seconds);
+    expect(r.kept).toEqual(segments.slice(10 - kept));
+    expect(r.dropped).toEqual(segments.slice(0, 10 - kept));
+  });
+
+  it("its playlist reads back as written: dates, inits and seams", () => {
+    const segments = [
+      ...dated(2),
+      { uri: "abcd1234_102.m4s", duration: 1.5, map: "abcd1234_init1.mp4", discontinuity: true, programDateTime: T0 + 9000 },
+    ];
+    expect(parseTimedPlaylist(renderBufferPlaylist(segments))).toEqual(segments);
   });
 });
