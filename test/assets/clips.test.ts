@@ -138,6 +138,15 @@ describe("clips", () => {
     expect((await sdk.stream.getClips(stream.id)).data!.map((a) => a.id)).toEqual([asset.id]);
     expect((await sdk.session.getClips(sessionId)).data!.map((a) => a.id)).toEqual([asset.id]);
     expect((await sdk.asset.getAll()).data!.map((a) => a.id)).toContain(asset.id);
+
+    // Without endTime, a clip runs to the newest media there is: here at least 12 s after the first segment.
+    const open = await sdk.stream.createClip({ playbackId: stream.playbackId, startTime: first + 2000 });
+    const toEdge = await waitFor("the open-ended clip ready", async () => {
+      const got = (await sdk.asset.get(open.data!.asset.id)).asset!;
+      return got.status!.phase === "ready" ? got : undefined;
+    }, 30_000, 250);
+    const lastEnd = window[window.length - 1]!.start + window[window.length - 1]!.seconds * 1000;
+    expect(toEdge.videoSpec!.duration).toBeGreaterThan((lastEnd - (first + 2000)) / 1000 - 0.1);
   });
 
   it("refuses a range outside what exists (400 saying what does), another user's playback id (404), endTime <= startTime (422)", async () => {
