@@ -45,6 +45,9 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
   // but keyframes (a decoder option: stream copy never sees it, its output is bit-identical).
   // Measured on 720p30 at 3 Mb/s with 2 s GOPs: 0.15 CPU-s per 30 s of media against 0.06
   // without a thumbnail and 1.5 with a full decode.
+  // The thumbnail is a file the previous run of the same session (a publisher that came back, a
+  // restarted pipeline) left behind: overwritten, or ffmpeg would refuse to start.
+  if (thumbnail) args.push("-y");
   if (thumbnail && encoded.length === 0) args.push("-skip_frame:v", "nokey");
   // A stalled local RTMP server must not leave the pipeline hanging forever (microseconds).
   args.push("-rw_timeout", "10000000", "-i", o.inputUrl);

@@ -37,7 +37,8 @@ export function thumbnailOutputArgs(file: string): string[] {
  */
 export function buildStillArgs(o: { input: string; output: string; atSeconds: number }): string[] {
   return [
-    "-hide_banner", "-nostdin", "-nostats", "-loglevel", "error",
+    // -y: a finalize job run again (after a crash) finds the still it made before.
+    "-hide_banner", "-nostdin", "-nostats", "-loglevel", "error", "-y",
     "-ss", o.atSeconds.toFixed(3), "-i", o.input,
     "-map", "0:v:0", "-frames:v", "1", "-vf", thumbnailScale,
     ...thumbnailOutputArgs(o.output),

@@ -41,6 +41,9 @@ describe("buildLiveArgs with a thumbnail", () => {
     const args = buildLiveArgs({ ...base, renditions, thumbnailFile: "/data/hls/p/thumbnail.jpg" });
     const text = args.join(" ");
     expect(args.filter((a) => a === "-i")).toHaveLength(1);
+    // A later run of the same session finds the last picture: overwritten, never a refusal to start.
+    expect(args.indexOf("-y")).toBeGreaterThan(-1);
+    expect(args.indexOf("-y")).toBeLessThan(args.indexOf("-i"));
     expect(args.filter((a) => a === "-filter_complex")).toHaveLength(1);
     expect(args[args.indexOf("-filter_complex") + 1]).toBe(graph);
     // An input option, before -i, and only where nothing else is decoded.
@@ -58,6 +61,7 @@ describe("buildLiveArgs with a thumbnail", () => {
   it.each([[[]], [[P("360p", 640, 360)]]])("no thumbnail file: the argv of before (%#)", (profiles) => {
     const args = buildLiveArgs({ ...base, renditions: renditionLadder(profiles, 2) });
     expect(args.join(" ")).not.toMatch(/thumb|mjpeg|skip_frame|image2/);
+    expect(args).not.toContain("-y");
     if (profiles.length === 0) expect(args).not.toContain("-filter_complex");
   });
 });
@@ -74,7 +78,7 @@ describe("a recording's still", () => {
 
   it("seeks by the index, takes one frame, writes it aside and renames it", () => {
     expect(buildStillArgs({ input: "/r/s/output.mp4", output: "/r/s/thumbnail.jpg", atSeconds: 61.25 })).toEqual([
-      "-hide_banner", "-nostdin", "-nostats", "-loglevel", "error",
+      "-hide_banner", "-nostdin", "-nostats", "-loglevel", "error", "-y",
       "-ss", "61.250", "-i", "/r/s/output.mp4",
       "-map", "0:v:0", "-frames:v", "1", "-vf", SCALE,
       ...JPEG_OUT.replace("/data/hls/p/", "/r/s/").split(" "),
