@@ -386,7 +386,9 @@ async function start(config: Config, log: Logger, lock: InstanceLock, undo: (() 
     key: recordingSigner.deriveKey("playback tokens"),
     findKey: (userId, pub) => store.signingKeys.enabledForUser(userId, pub),
     askWebhook: webhookQuestion(store, policySender, log),
-    viewers: { seen: (p, v) => viewers.seen(p, v), watching: (p, v) => viewers.watching(p, v) },
+    viewers,
+    // Throttled by the gate's verdict cache: one write per key per few seconds at most.
+    keyUsed: (keyId) => void store.signingKeys.markSeen(keyId, Date.now()).catch((err: unknown) => log.warn({ err, keyId }, "could not note a signing key's use")),
     tokenSeconds: config.playbackTokenSeconds,
   });
   const hls = hlsRouter(store, hlsDir, liveHls, { gate, subject: playbackSubjects(store) }, store.db.dialect === "postgres" ? remoteLiveNode(store, config.nodeId) : undefined);

@@ -6,7 +6,8 @@ import zlib from "node:zlib";
 import express, { type Request, type Response } from "express";
 import type { Store } from "../db";
 import { addUriQuery, parseBlockingQuery, satisfies, tooFarAhead, type LiveHls, type LivePackager } from "../hls";
-import { MEDIA_PARAM, SESSION_PARAM, type Credentials, type PlaybackGate, type PlaybackSubject } from "../playback";
+import { isGated } from "../shapes";
+import { MEDIA_PARAM, SESSION_PARAM, type Credentials, type PlaybackGate, type PlaybackSubject, type UriQueries } from "../playback";
 import { THUMBNAIL_FILE } from "../media";
 import { malformedPathIsNotFound } from "./malformedPath";
 
@@ -24,6 +25,8 @@ const TYPES: Record<string, string> = { ".m3u8": PLAYLIST_TYPE, ".ts": "video/mp
 const THUMBNAIL_CACHE = "public, max-age=5";
 /** Media names are unique per session and never change. */
 const MEDIA_CACHE = "public, max-age=86400, immutable";
+/** A protected stream's media: a shared cache keyed without the query would hand it to anyone. */
+const cacheFor = (gated: boolean, cache: string) => (gated ? cache.replace(/^public/, "private") : cache);
 
 const notFound = (res: Response) => void res.status(404).json({ errors: ["not found"] });
 
@@ -38,7 +41,8 @@ export interface HlsAccess {
 
 /** What a player shows: `?jwt=` or a `Livepeer-Jwt` header, `?accessKey=`, and our own tokens. */
 const credentials = (req: Request): Credentials => ({
-  jwt: req.query.jwt ?? req.get("livepeer-jwt"),
+  jwt: req.query.jwt,
+  jwtHeader: req.get("livepeer-jwt"),
   accessKey: req.query.accessKey,
   session: req.query[SESSION_PARAM],
   media: req.query[MEDIA_PARAM],
@@ -117,7 +121,7 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, access: H
     const ext = path.extname(parts[parts.length - 1]!);
     const playlist = ext === ".m3u8";
     const file = path.join(hlsDir, playbackId, ...parts);
-    if (subject.policy && subject.policy.type !== "public") {
+    if (isGated(subject.policy)) {
       if (!playlist) {
         const verdict = await access.gate.media(subject, credentials(req));
         if (!verdict.ok) return refused(res, verdict);
@@ -131,14 +135,13 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, access: H
         } catch {
           return notFound(res);
         }
-        const tokens = "media" in verdict ? { media: verdict.media, session: verdict.session } : { session: verdict.session };
-        return sendPlaylist(req, res, withTokens(text, tokens), PER_VIEWER);
+        return sendPlaylist(req, res, withQueries(text, verdict), PER_VIEWER);
       }
     }
     res.sendFile(path.join(playbackId, ...parts), {
       root: hlsDir,
       dotfiles: "deny",
-      headers: { "content-type": TYPES[ext]!, "cache-control": playlist ? "no-cache" : ext === ".jpg" ? THUMBNAIL_CACHE : MEDIA_CACHE },
+      headers: { "content-type": TYPES[ext]!, "cache-control": playlist ? "no-cache" : cacheFor(isGated(subject.policy), ext === ".jpg" ? THUMBNAIL_CACHE : MEDIA_CACHE) },
       cacheControl: false,
       lastModified: !playlist,
       etag: !playlist,
@@ -168,7 +171,7 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, access: H
     if (master === undefined) return notFound(res);
     // Each viewer's variant URIs carry its session token: it is how viewers are counted, and how
     // a gated stream's player goes on without showing its JWT again.
-    sendPlaylist(req, res, withTokens(master, { session: verdict.session }), PER_VIEWER);
+    sendPlaylist(req, res, withQueries(master, verdict), PER_VIEWER);
   });
 
   // The stream's newest picture: a file the packaging node's pipeline keeps up to date (and
@@ -192,11 +195,11 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, access: H
     if (file === "index.m3u8") {
       const verdict = await access.gate.playlist(subject, credentials(req));
       if (!verdict.ok) return refused(res, verdict);
-      return mediaPlaylist(req, res, packager, index, verdict.media === undefined ? undefined : { media: verdict.media, session: verdict.session });
+      return mediaPlaylist(req, res, packager, index, verdict.media === undefined ? undefined : verdict);
     }
     const verdict = await access.gate.media(subject, credentials(req));
     if (!verdict.ok) return refused(res, verdict);
-    if (await media(req, res, packager, index, file)) return;
+    if (await media(req, res, packager, index, file, isGated(subject.policy))) return;
     await fromDisk(req, res, playbackId, [variant, file]);
   });
   router.use(malformedPathIsNotFound);
@@ -216,7 +219,7 @@ function gone(res: Response): AbortSignal {
  * A rendition's live playlist, at once or (with `_HLS_msn`/`_HLS_part`) as soon as it holds
  * what was asked, within three target durations (RFC 8216bis §6.2.5.2: 503 after that).
  */
-async function mediaPlaylist(req: Request, res: Response, packager: LivePackager, index: number, tokens?: ViewerTokens): Promise<void> {
+async function mediaPlaylist(req: Request, res: Response, packager: LivePackager, index: number, queries?: UriQueries): Promise<void> {
   const query = parseBlockingQuery(req.query as Record<string, unknown>);
   if (!query.ok) return void res.status(400).json({ errors: [query.error] });
   const track = packager.tracks[index]!;
@@ -231,7 +234,7 @@ async function mediaPlaylist(req: Request, res: Response, packager: LivePackager
   }
   const playlist = packager.mediaPlaylistWithGzip(index);
   if (playlist === undefined) return notFound(res);
-  if (tokens) return sendPlaylist(req, res, withTokens(playlist.text, tokens), PER_VIEWER);
+  if (queries) return sendPlaylist(req, res, withQueries(playlist.text, queries), PER_VIEWER);
   // A blocking response names the state it waited for: a CDN may share it between the viewers
   // asking the same thing; an unqualified reload must revalidate.
   sendPlaylist(req, res, playlist.text, request ? `public, max-age=${packager.targetDuration * packager.windowSegments}` : "no-cache", playlist.gzip);
@@ -241,7 +244,7 @@ async function mediaPlaylist(req: Request, res: Response, packager: LivePackager
  * A part, segment or init from memory. The part the preload hint names is awaited (Safari asks
  * for it before it exists). False: not in memory (an older file is looked for on disk).
  */
-async function media(req: Request, res: Response, packager: LivePackager, index: number, file: string): Promise<boolean> {
+async function media(req: Request, res: Response, packager: LivePackager, index: number, file: string, gated: boolean): Promise<boolean> {
   let found = packager.file(index, file);
   const partId = packager.partId(file);
   if (!found && partId !== undefined && partId === packager.tracks[index]!.next.partId) {
@@ -250,20 +253,12 @@ async function media(req: Request, res: Response, packager: LivePackager, index:
     found = packager.file(index, file);
   }
   if (!found) return false;
-  res.set({ "content-type": "video/mp4", "cache-control": MEDIA_CACHE });
+  res.set({ "content-type": "video/mp4", "cache-control": cacheFor(gated, MEDIA_CACHE) });
   res.send(found.bytes);
   return true;
 }
 
-/** The tokens a viewer's playlist writes into its URIs: media tokens for media, the session token for playlists. */
-interface ViewerTokens {
-  media?: string;
-  session?: string;
-}
-
-function withTokens(playlist: string, t: ViewerTokens): string {
-  return addUriQuery(playlist, (role) => {
-    const value = role === "media" ? t.media : t.session;
-    return value === undefined ? undefined : `${role === "media" ? MEDIA_PARAM : SESSION_PARAM}=${value}`;
-  });
+/** A viewer's playlist: its URIs carry what the gate gave (tokens, the viewer's credential). */
+function withQueries(playlist: string, q: UriQueries): string {
+  return addUriQuery(playlist, (role) => q[role]);
 }

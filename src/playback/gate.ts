@@ -1,11 +1,14 @@
+import crypto from "node:crypto";
 import { DEFAULT_POLICY_REFRESH_SECONDS, isGated, type PlaybackPolicy } from "../shapes";
 import { verifyPlaybackJwt, type KeyLookup } from "./jwt";
-import { mintToken, newViewerId, readToken, type ViewerToken } from "./tokens";
+import { MEDIA_PARAM, mintToken, newViewerId, readToken, SESSION_PARAM, type ViewerToken } from "./tokens";
 
 // Who may fetch what of a playback: the one decision every HLS request of a stream goes through.
-// A public stream lets everyone in (its viewers are still named, to be counted); a gated one
-// lets a player in with its JWT or access key once, at the master playlist, and from then on by
-// the tokens written into the URIs it was given.
+// A public stream lets everyone in (its viewers are still named, to be counted). A gated one
+// checks the viewer's JWT or access key on every playlist request (the master playlist writes it
+// into the URIs of the playlists it names, beside the viewer's session token), and its media by
+// short-lived media tokens the playlists write into their media URIs: a copied segment URL stops
+// working, a JWT past its `exp` or a disabled key stops the next reload.
 
 /** The stream a playback id names, as far as watching it goes. */
 export interface PlaybackSubject {
@@ -16,17 +19,18 @@ export interface PlaybackSubject {
 
 /** What a request shows: query parameters and the `Livepeer-Jwt` header. */
 export interface Credentials {
+  /** `?jwt=`: carried on into the playlists the answer names. */
   jwt?: unknown;
+  /** A `Livepeer-Jwt` header: the player sends it with every request, nothing is carried. */
+  jwtHeader?: unknown;
   accessKey?: unknown;
   session?: unknown;
   media?: unknown;
 }
 
-/** Viewers seen lately (src/playback/viewers.ts). */
+/** Viewers seen lately (src/playback/viewers.ts): counted only, never asked who may watch. */
 export interface ViewerLog {
   seen(playbackId: string, viewerId: string): void;
-  /** Seen within the viewer window: a session whose token expired goes on while its player polls. */
-  watching(playbackId: string, viewerId: string): boolean;
 }
 
 /** Asks a `webhook` policy's webhook about an access key: true admits. */
@@ -38,8 +42,10 @@ export interface GateOptions {
   findKey: KeyLookup;
   askWebhook: WebhookQuestion;
   viewers: ViewerLog;
-  /** Lifetime of a media token, and of a session token before its viewer has been seen (PLAYBACK_TOKEN_SECONDS). */
+  /** Lifetime of a media token (PLAYBACK_TOKEN_SECONDS): between this and twice this. */
   tokenSeconds: number;
+  /** A JWT signed with this key opened a playback (the key's lastSeen). */
+  keyUsed?: (keyId: string) => void;
   now?: () => number;
 }
 
@@ -52,43 +58,49 @@ const text = (v: unknown) => (typeof v === "string" && v.length > 0 && v.length 
 const VERDICT_CACHE_MS = 5000;
 const VERDICT_CACHE_MAX = 10_000;
 
+/** Query strings a viewer's playlist writes into its URIs. */
+export interface UriQueries {
+  /** For the playlists it names (variants, renditions, rendition reports). */
+  playlist?: string;
+  /** For its segments, parts, init and hinted parts. */
+  media?: string;
+}
+
 export class PlaybackGate {
   private readonly now: () => number;
-  /** `jwt:<token>` or `key:<playbackId>:<accessKey>` → until when, and the verdict. */
-  private readonly verdicts = new Map<string, { until: number; ok: true } | { until: number; ok: false; error: string }>();
+  /** sha256 of `jwt:<playbackId>:<token>` or `key:<playbackId>:<accessKey>` → until when, and the verdict (a promise while asked). */
+  private readonly verdicts = new Map<string, { until: number; verdict: Promise<{ ok: true } | { ok: false; error: string }> }>();
 
   constructor(private readonly o: GateOptions) {
     this.now = o.now ?? Date.now;
   }
 
   /**
-   * The master playlist: a viewer's session begins (or goes on, with a live session token).
-   * The session token goes into the variant URIs.
+   * The master playlist: a viewer's session begins, named by a session token (kept if the
+   * request carries one). The variant URIs carry it, and the viewer's `?jwt=`/`?accessKey=`.
    */
-  async open(subject: PlaybackSubject, c: Credentials): Promise<{ ok: true; session: string } | Refusal> {
-    const going = this.liveSession(subject, c.session);
-    if (!going && isGated(subject.policy)) {
+  async open(subject: PlaybackSubject, c: Credentials): Promise<({ ok: true } & UriQueries) | Refusal> {
+    if (isGated(subject.policy)) {
       const admitted = await this.admit(subject, c);
       if (!admitted.ok) return admitted;
     }
-    const viewerId = going?.viewerId ?? newViewerId();
-    return { ok: true, session: this.mint("s", subject, viewerId) };
+    const viewerId = this.session(subject, c.session)?.viewerId ?? newViewerId();
+    return { ok: true, playlist: this.playlistQuery(subject, c, viewerId) };
   }
 
   /**
-   * A media playlist: counts its viewer; for a gated stream, what its media URIs carry (a fresh
-   * media token, and the session token for the playlists it names).
+   * A media playlist: counts its viewer; a gated stream's is checked again (a JWT past its exp,
+   * a disabled key, a webhook's changed mind end the session here) and names its media with a
+   * media token.
    */
-  async playlist(subject: PlaybackSubject, c: Credentials): Promise<{ ok: true; media?: string; session?: string } | Refusal> {
-    const going = this.liveSession(subject, c.session);
-    if (going) this.o.viewers.seen(subject.playbackId, going.viewerId);
+  async playlist(subject: PlaybackSubject, c: Credentials): Promise<({ ok: true } & UriQueries) | Refusal> {
+    const session = this.session(subject, c.session);
+    if (session) this.o.viewers.seen(subject.playbackId, session.viewerId);
     if (!isGated(subject.policy)) return { ok: true };
-    if (going) return { ok: true, media: this.mint("m", subject, going.viewerId), session: String(c.session) };
     const admitted = await this.admit(subject, c);
     if (!admitted.ok) return admitted;
-    // A player showing its JWT on every request (a header) needs no session of ours.
-    const viewerId = newViewerId();
-    return { ok: true, media: this.mint("m", subject, viewerId), session: this.mint("s", subject, viewerId) };
+    const viewerId = session?.viewerId ?? newViewerId();
+    return { ok: true, playlist: this.playlistQuery(subject, c, viewerId), media: `${MEDIA_PARAM}=${this.mediaToken(subject, viewerId)}` };
   }
 
   /** A segment, part, init or thumbnail. */
@@ -96,35 +108,50 @@ export class PlaybackGate {
     if (!isGated(subject.policy)) return { ok: true };
     const m = readToken(this.o.key, "m", subject.playbackId, c.media);
     if (m && m.expires * 1000 >= this.now()) return { ok: true };
-    if (this.liveSession(subject, c.session)) return { ok: true };
-    if (m && c.jwt === undefined && c.accessKey === undefined) return refuse("the media token has expired: reload the playlist");
+    if (m && c.jwt === undefined && c.jwtHeader === undefined && c.accessKey === undefined) return refuse("the media token has expired: reload the playlist");
     return this.admit(subject, c);
   }
 
-  /** A session token with a good signature that is fresh, or whose viewer is still polling. */
-  private liveSession(subject: PlaybackSubject, value: unknown): ViewerToken | undefined {
-    const s = readToken(this.o.key, "s", subject.playbackId, value);
-    if (!s) return undefined;
-    return s.expires * 1000 >= this.now() || this.o.viewers.watching(subject.playbackId, s.viewerId) ? s : undefined;
+  /** A session token of this playback with a good signature: it names a viewer, nothing more. */
+  private session(subject: PlaybackSubject, value: unknown): ViewerToken | undefined {
+    return readToken(this.o.key, "s", subject.playbackId, value);
   }
 
-  private mint(kind: "s" | "m", subject: PlaybackSubject, viewerId: string): string {
-    return mintToken(this.o.key, kind, subject.playbackId, { viewerId, expires: Math.ceil(this.now() / 1000) + this.o.tokenSeconds });
+  /** What the playlists a viewer is given carry: its session token, and the credential it showed in the query. */
+  private playlistQuery(subject: PlaybackSubject, c: Credentials, viewerId: string): string {
+    const q = new URLSearchParams({ [SESSION_PARAM]: mintToken(this.o.key, "s", subject.playbackId, { viewerId, expires: 0 }) });
+    const jwt = text(c.jwt);
+    const accessKey = text(c.accessKey);
+    if (subject.policy?.type === "jwt" && jwt) q.set("jwt", jwt);
+    if (subject.policy?.type === "webhook" && accessKey) q.set("accessKey", accessKey);
+    return q.toString();
+  }
+
+  /**
+   * A media token: the same for a viewer during one period of tokenSeconds (so a playlist's URIs
+   * stay the same from one reload to the next, as RFC 8216 asks, and a hinted part keeps its
+   * URI when it is listed), valid until the end of the next period.
+   */
+  private mediaToken(subject: PlaybackSubject, viewerId: string): string {
+    const period = this.o.tokenSeconds;
+    const expires = (Math.floor(this.now() / 1000 / period) + 2) * period;
+    return mintToken(this.o.key, "m", subject.playbackId, { viewerId, expires });
   }
 
   /** The policy's own check: a JWT, or the webhook's word on an access key. */
   private async admit(subject: PlaybackSubject, c: Credentials): Promise<{ ok: true } | Refusal> {
     const policy = subject.policy;
     if (policy?.type === "jwt") {
-      const jwt = text(c.jwt);
+      const jwt = text(c.jwtHeader) ?? text(c.jwt);
       if (!jwt) return refuse("this stream needs a playback JWT: add ?jwt=<token> or a Livepeer-Jwt header");
       return this.cached(`jwt:${subject.playbackId}:${jwt}`, VERDICT_CACHE_MS, async () => {
         const v = await verifyPlaybackJwt(jwt, subject.playbackId, subject.userId, this.o.findKey, new Date(this.now()));
+        if (v.ok) this.o.keyUsed?.(v.keyId);
         return v.ok ? { ok: true } : { ok: false, error: v.reason };
       });
     }
     if (policy?.type === "webhook") {
-      const accessKey = text(c.accessKey) ?? text(c.jwt);
+      const accessKey = text(c.accessKey) ?? text(c.jwtHeader) ?? text(c.jwt);
       if (!accessKey) return refuse("this stream needs an access key: add ?accessKey=<key>");
       const keepMs = (policy.refreshInterval ?? DEFAULT_POLICY_REFRESH_SECONDS) * 1000;
       return this.cached(`key:${subject.playbackId}:${accessKey}`, keepMs, async () =>
@@ -134,16 +161,30 @@ export class PlaybackGate {
     return { ok: true };
   }
 
-  private async cached(key: string, keepMs: number, decide: () => Promise<{ ok: true } | { ok: false; error: string }>): Promise<{ ok: true } | Refusal> {
+  /**
+   * One check per credential at a time: parallel requests showing the same new JWT or access key
+   * wait on one verification or one webhook question. Keyed by a hash: a flood of 8 KiB tokens
+   * costs 32 bytes each.
+   */
+  private async cached(what: string, keepMs: number, decide: () => Promise<{ ok: true } | { ok: false; error: string }>): Promise<{ ok: true } | Refusal> {
+    const key = crypto.createHash("sha256").update(what).digest("base64url");
     const now = this.now();
-    let v = this.verdicts.get(key);
-    if (!v || v.until < now) {
-      const d = await decide();
-      // A refusal is kept briefly whatever the policy says: a viewer let in later is not kept out long.
-      v = d.ok ? { until: now + keepMs, ok: true } : { until: now + Math.min(keepMs, VERDICT_CACHE_MS), ok: false, error: d.error };
+    let entry = this.verdicts.get(key);
+    if (!entry || entry.until < now) {
       if (this.verdicts.size >= VERDICT_CACHE_MAX) this.prune(now);
-      this.verdicts.set(key, v);
+      const verdict = decide().catch((err: unknown) => {
+        // A failed check (the database, a bug) is not remembered: the next request asks again.
+        this.verdicts.delete(key);
+        throw err;
+      });
+      entry = { until: now + keepMs, verdict };
+      this.verdicts.set(key, entry);
+      // A refusal is kept briefly whatever the policy says: a viewer let in later is not kept out long.
+      void verdict.then((v) => {
+        if (!v.ok && entry) entry.until = Math.min(entry.until, now + VERDICT_CACHE_MS);
+      }, () => {});
     }
+    const v = await entry.verdict;
     return v.ok ? { ok: true } : refuse(v.error);
   }
 

@@ -140,6 +140,21 @@ describe("a jwt stream", () => {
     expect(Date.now() - copiedAt).toBeGreaterThanOrEqual((TOKEN_SECONDS - 1) * 1000);
   });
 
+  it("checks the JWT on every playlist reload: past its exp, the session ends", async () => {
+    const jwt = await signJwt(key, stream.playbackId!, 2);
+    const res = await master(`?jwt=${jwt}`);
+    expect(res.status).toBe(200);
+    const playlistUrl = `/hls/${stream.playbackId}/${lines(await res.text())[0]!}`;
+    expect(new URL(playlistUrl, base).searchParams.get("jwt")).toBe(jwt);
+    expect((await get(playlistUrl)).status).toBe(200);
+    // exp + the 5 s clock skew + the 5 s a verdict is kept.
+    const refused = await waitFor("the reload to be refused", async () => {
+      const r = await get(playlistUrl);
+      return r.status === 401 ? ((await r.json()) as { errors: string[] }) : undefined;
+    }, 20_000, 500);
+    expect(refused.errors[0]).toMatch(/expired/);
+  });
+
   it("plays in hls.js through the player page given ?jwt=, and not without it", async () => {
     const jwt = await signJwt(key, stream.playbackId!, 3600);
     const { page, problems } = await openPage(browser, `${base}/play/${stream.playbackId}?jwt=${encodeURIComponent(jwt)}`);

@@ -99,17 +99,24 @@ describe("verifyPlaybackJwt", () => {
 });
 
 describe("PlaybackGate", () => {
-  let clock = 1_000_000_000_000;
-  const watching = new Set<string>();
+  let clock = 30_000 * 33_333_333; // the start of a 30 s period
   const seen: string[] = [];
   const webhookAnswers: string[] = [];
+  let owner: Awaited<ReturnType<typeof keyPair>>;
+  let disabled = false;
+  const used: string[] = [];
   const gate = new PlaybackGate({
     key: KEY,
-    findKey: async () => undefined,
-    askWebhook: async (_s, accessKey) => (webhookAnswers.push(accessKey), accessKey === "good"),
-    viewers: { seen: (_p, v) => void seen.push(v), watching: (_p, v) => watching.has(v) },
+    findKey: async (userId, pub) => (userId === "u" && pub === owner.pub ? { id: "k1", publicKey: owner.pem, disabled } : undefined),
+    askWebhook: async (_s, accessKey) => {
+      webhookAnswers.push(accessKey);
+      await new Promise((r) => setTimeout(r, 10));
+      return accessKey === "good";
+    },
+    viewers: { seen: (_p, v) => void seen.push(v) },
     tokenSeconds: 30,
     now: () => clock,
+    keyUsed: (id) => void used.push(id),
   });
   const pub: PlaybackSubject = { playbackId: PID, userId: "u", policy: { type: "public" } };
   const jwt: PlaybackSubject = { playbackId: PID, userId: "u", policy: { type: "jwt" } };
@@ -118,11 +125,22 @@ describe("PlaybackGate", () => {
     if (!(v as { ok: boolean }).ok) throw new Error(`refused: ${JSON.stringify(v)}`);
     return v as Extract<T, { ok: true }>;
   };
+  const param = (query: string | undefined, name: string) => new URLSearchParams(query).get(name) ?? undefined;
+  const token = (expiresInSeconds: number) =>
+    new SignJWT({ pub: owner.pub, sub: PID, exp: clock / 1000 + expiresInSeconds }).setProtectedHeader({ alg: "ES256" }).sign(owner.privateKey);
+
+  beforeAll(async () => {
+    owner = await keyPair();
+  });
 
   it("a public stream lets everyone in and counts the viewers its sessions name", async () => {
-    const { session } = ok(await gate.open(pub, {}));
+    const opened = ok(await gate.open(pub, {}));
+    const session = param(opened.playlist, "s");
     expect(await gate.playlist(pub, { session })).toEqual({ ok: true });
     expect(seen).toEqual([readToken(KEY, "s", PID, session)!.viewerId]);
+    // A forged session names nobody.
+    await gate.playlist(pub, { session: `${VIEWER}.0.AAAAAAAAAAAAAAAAAAAAAA` });
+    expect(seen).toHaveLength(1);
     expect(await gate.media(pub, {})).toEqual({ ok: true });
   });
 
@@ -133,29 +151,51 @@ describe("PlaybackGate", () => {
     expect(await gate.open(jwt, { jwt: "not.a.jwt" })).toEqual({ ok: false, status: 401, error: "the JWT is malformed" });
   });
 
-  it("a session goes on after its token's lifetime while its viewer polls; media tokens do not", async () => {
-    // The session token of a jwt stream, as a master playlist would have handed it out.
-    const session = mintToken(KEY, "s", PID, { viewerId: VIEWER, expires: clock / 1000 + 30 });
-    const { media } = ok(await gate.playlist(jwt, { session }));
+  it("carries a query JWT into the playlists, checks it on every playlist, and names media with period tokens", async () => {
+    const t = await token(120);
+    const opened = ok(await gate.open(jwt, { jwt: t }));
+    expect(used).toEqual(["k1"]);
+    expect(param(opened.playlist, "jwt")).toBe(t);
+    const session = param(opened.playlist, "s");
+    const first = ok(await gate.playlist(jwt, { jwt: t, session }));
+    expect(param(first.playlist, "s")).toBe(session);
+    const media = param(first.media, "m");
+    // The same media token for every reload within a period: the playlist's URIs do not change.
+    clock += 29_000;
+    expect(param(ok(await gate.playlist(jwt, { jwt: t, session })).media, "m")).toBe(media);
     expect(await gate.media(jwt, { media })).toEqual({ ok: true });
-    clock += 31_000;
-    expect(await gate.media(jwt, { media })).toMatchObject({ ok: false, error: "the media token has expired: reload the playlist" });
-    expect(await gate.playlist(jwt, { session })).toMatchObject({ ok: false });
-    watching.add(VIEWER);
-    const again = ok(await gate.playlist(jwt, { session }));
-    expect(await gate.media(jwt, { media: again.media })).toEqual({ ok: true });
-    watching.delete(VIEWER);
+    // Valid to the end of the next period, refused after it (a copied segment URL).
+    clock += 30_000;
+    expect(await gate.media(jwt, { media })).toEqual({ ok: true });
+    clock += 2_000;
+    expect(await gate.media(jwt, { media })).toEqual({ ok: false, status: 401, error: "the media token has expired: reload the playlist" });
+    // Past the JWT's exp (and the skew, and the verdict cache): the next reload ends the session.
+    clock += 90_000;
+    expect(await gate.playlist(jwt, { jwt: t, session })).toEqual({ ok: false, status: 401, error: "the JWT has expired" });
   });
 
-  it("a webhook stream asks once per access key within the refresh interval", async () => {
+  it("a Livepeer-Jwt header is checked on every request and never carried; a disabled key stops the next reload", async () => {
+    const t = await token(600);
+    const opened = ok(await gate.open(jwt, { jwtHeader: t }));
+    expect(param(opened.playlist, "jwt")).toBeUndefined();
+    expect(await gate.media(jwt, { jwtHeader: t })).toEqual({ ok: true });
+    disabled = true;
+    clock += 6_000; // the verdict cache
+    expect(await gate.playlist(jwt, { jwtHeader: t })).toEqual({ ok: false, status: 401, error: "the JWT's signing key is disabled" });
+    disabled = false;
+  });
+
+  it("a webhook stream asks once per access key within the refresh interval, parallel requests included", async () => {
     webhookAnswers.length = 0;
     expect(await gate.open(hook, {})).toMatchObject({ ok: false, status: 401 });
     expect(await gate.open(hook, { accessKey: "bad" })).toMatchObject({ ok: false, error: "the stream owner's webhook did not admit this access key" });
-    ok(await gate.open(hook, { accessKey: "good" }));
+    const answers = await Promise.all([0, 1, 2, 3].map(() => gate.open(hook, { accessKey: "good" })));
+    expect(answers.every((a) => a.ok)).toBe(true);
+    expect(param((answers[0] as { playlist?: string }).playlist, "accessKey")).toBe("good");
     ok(await gate.media(hook, { accessKey: "good" }));
     expect(webhookAnswers).toEqual(["bad", "good"]);
     clock += 61_000;
-    ok(await gate.open(hook, { accessKey: "good" }));
+    ok(await gate.playlist(hook, { accessKey: "good" }));
     expect(webhookAnswers).toEqual(["bad", "good", "good"]);
   });
 });
