@@ -1,5 +1,6 @@
 import express, { type Request, type Response } from "express";
 import type { Store } from "../db";
+import { isGated } from "../shapes";
 import { THUMBNAIL_FILE } from "../media";
 import { malformedPathIsNotFound } from "./malformedPath";
 import { escapeHtml, OBJECT_ID, renderPage, sendPage, serveAsset } from "./pages";
@@ -80,6 +81,9 @@ export function playerRouter(store: Store, signRecording: (sessionId: string) =>
       const poster = `/hls/${playbackId}/${THUMBNAIL_FILE}${viewerQuery(req)}`;
       return sendPage(res, 200, renderPlayer({ title: stream.name, playbackId, src, kind: "live", poster }), { framable: true });
     }
+    // A protected stream's recordings are not opened by a page anyone with the ids can load:
+    // their signed URLs go to the owner through the API.
+    if (isGated(stream.playbackPolicy)) return notFoundPage(res);
     // A recording of this stream only: a session id alone never reveals another stream's.
     const record = typeof session === "string" && OBJECT_ID.test(session) ? await store.sessions.get(session) : undefined;
     if (!record || !record.record || record.parentId !== stream.id) return notFoundPage(res);
