@@ -72,7 +72,9 @@ export function parsePullSource(text: string): ParsedPullSource {
   }
   if ((kind === "rtmp" || kind === "rtmps") && !/^\/[^/]/.test(url.pathname)) return fail(`${kind}:// needs an application and stream name: ${kind}://host/app/stream`);
   const shownHost = host.includes(":") ? `[${host}]` : host;
-  return { ok: true, source: { scheme: kind, host, port, redacted: `${kind}://${shownHost}${port === undefined ? "" : `:${port}`}${url.pathname}` } };
+  // For logs: the path is left out, as multistream targets' are: an RTMP stream key, a signed
+  // HLS path or an RTSP token lives there.
+  return { ok: true, source: { scheme: kind, host, port, redacted: `${kind}://${shownHost}${port === undefined ? "" : `:${port}`}${url.pathname === "" || url.pathname === "/" ? "" : "/…"}` } };
 }
 
 /** Sources whose headers ffmpeg can send (HTTP, so HLS). */

@@ -95,7 +95,7 @@ describe("inputAudioCodec", () => {
 describe("parsePullSource", () => {
   it.each([
     ["rtmp://cam.example/live/x", { scheme: "rtmp", host: "cam.example", port: undefined }],
-    ["RTSP://User:Pw@Cam.Example:8554/s?token=1", { scheme: "rtsp", host: "cam.example", port: 8554, redacted: "rtsp://cam.example:8554/s" }],
+    ["RTSP://User:Pw@Cam.Example:8554/s?token=1", { scheme: "rtsp", host: "cam.example", port: 8554, redacted: "rtsp://cam.example:8554/…" }],
     ["srt://[::1]:9000?streamid=a&latency=200000", { scheme: "srt", host: "::1", port: 9000 }],
     ["https://cdn.example/a/live.m3u8", { scheme: "https", host: "cdn.example" }],
     ["http://127.0.0.1:8080/x.m3u8", { scheme: "http", host: "127.0.0.1", port: 8080 }],

@@ -78,7 +78,9 @@ const DEFAULT_IO_TIMEOUT_MS = 10_000;
 function sourceSecrets(source: string): string[] {
   try {
     const url = new URL(source);
-    return [url.password, safeDecode(url.password), url.search.slice(1)];
+    // The path too: an RTMP source's stream key, a signed HLS or RTSP path.
+    const path = url.pathname.length > 1 ? [url.pathname.slice(1), safeDecode(url.pathname.slice(1))] : [];
+    return [url.password, safeDecode(url.password), url.search.slice(1), ...path];
   } catch {
     return [];
   }
