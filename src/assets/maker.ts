@@ -10,7 +10,7 @@ import type { RecordingStore } from "../storage";
 import { buildClipArgs, progressSeconds } from "./clipArgs";
 import { presentAsset } from "./present";
 import type { ClipJob } from "./service";
-import { resolveClipSource, describeAvailable, type SourcePaths } from "./sources";
+import { resolveClipSource, describeAvailable, type SourcePaths, type ClipSource } from "./sources";
 import type { TimedSegment } from "./timeline";
 
 /** Runs that fail (ffmpeg, storage) this many times mark the asset failed. */
@@ -121,7 +121,22 @@ export class ClipMaker {
     const found = await resolveClipSource(deps, session, asset.sourcePlaybackId, asset.clipStart, asset.clipEnd);
     if (!found.ok) throw new SourceGone(`the range is no longer available to clip: ${describeAvailable(found.available)}`);
     const { source } = found;
-    if (source.kind === "recording") await deps.recordings.fetch(session.id, path.join(deps.recordingsDir, session.id), [0]);
+    // A recording in the bucket is fetched for the cut and removed after it (only a copy made
+    // here; one that was on this disk already stays).
+    const recordingDir = path.join(deps.recordingsDir, session.id);
+    const fetched = source.kind === "recording" && !fs.existsSync(recordingDir);
+    if (source.kind === "recording") await deps.recordings.fetch(session.id, recordingDir, [0]);
+    try {
+      return await this.cutFrom(asset, source, work, log);
+    } finally {
+      if (fetched) fs.rmSync(recordingDir, { recursive: true, force: true });
+    }
+  }
+
+  private async cutFrom(asset: AssetRecord, source: ClipSource, work: string, log: Logger): Promise<{ size: number; duration: number; videoSpec: AssetVideoSpec }> {
+    const { deps } = this;
+    const ffmpegPath = deps.ffmpegPath!;
+    if (this.interrupted) throw new RetryLater(0, "the server is shutting down", { counted: false });
     fs.rmSync(work, { recursive: true, force: true });
     fs.mkdirSync(work, { recursive: true });
     const input = path.join(work, "source");
@@ -145,7 +160,7 @@ export class ClipMaker {
     let outSeconds = 0;
     let lastWrite = 0;
     const p = spawnSupervised(deps.registry, {
-      command: deps.ffmpegPath,
+      command: ffmpegPath,
       args,
       log,
       name: "ffmpeg clip",
@@ -161,6 +176,8 @@ export class ClipMaker {
       },
     });
     this.running.add(p);
+    // A shutdown that came while the source was fetched or planned: this ffmpeg is stopped too.
+    if (this.interrupted) p.kill();
     // A copy runs at disk speed; one that takes longer than the clip plays is stuck.
     const timer = setTimeout(() => p.kill(), Math.max(60_000, source.plan.durationSeconds * 1000));
     const end = await p.ended.finally(() => {

@@ -106,12 +106,13 @@ export class ClipService {
   }
 
   /**
-   * Deletes the asset's files, then the asset. A clip job still running finds it gone at its end
-   * and removes what it made.
+   * Deletes the asset, then its files. The row goes first: a clip job still running finds it
+   * gone at its end and removes what it made (files deleted first could be put back by a job
+   * finishing in between, and stay forever).
    */
   async delete(a: AssetRecord): Promise<void> {
-    await this.deps.assetObjects.delete(a.id, path.join(this.deps.assetsDir, a.id));
     await this.assets.delete(a.id);
+    await this.deps.assetObjects.delete(a.id, path.join(this.deps.assetsDir, a.id));
   }
 
   /** The session named, the stream's open one, or its latest: the clip's media is that session's. */

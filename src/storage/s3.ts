@@ -52,6 +52,11 @@ function isNotFound(err: unknown): boolean {
   return status === 404 || (err as Error).name === "NotFound" || (err as Error).name === "NoSuchKey";
 }
 
+function isBadRange(err: unknown): boolean {
+  const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+  return status === 416 || (err as Error).name === "InvalidRange";
+}
+
 /** A key's prefix for one session's recording. */
 export const recordingPrefix = (sessionId: string) => `recordings/${sessionId}/`;
 
@@ -197,6 +202,9 @@ export class S3RecordingStore implements RecordingStore {
       return { body: got.Body as Readable, size: got.ContentLength, range: got.ContentRange };
     } catch (err) {
       if (isNotFound(err)) return undefined;
+      // A Range the object cannot satisfy (or the bucket cannot read): the whole file, as a
+      // server may answer any Range (RFC 9110 §14.2), rather than an error for a player's seek.
+      if (range !== undefined && isBadRange(err)) return this.open(sessionId, _localDir, file);
       throw err;
     }
   }

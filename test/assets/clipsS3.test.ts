@@ -63,6 +63,10 @@ it("a clip of a recording in the bucket: stored under assets/<id>/, served from 
     const range = await fetch(ready.downloadUrl, { headers: { range: "bytes=10-19" } });
     expect(range.status).toBe(206);
     expect((await range.arrayBuffer()).byteLength).toBe(10);
+    // A Range past the end (a hostile or confused client): the whole file, never a 500.
+    const past = await fetch(ready.downloadUrl, { headers: { range: "bytes=999999999-" } });
+    expect(past.status).toBe(200);
+    expect((await past.arrayBuffer()).byteLength).toBe(ready.size);
 
     expect((await api("DELETE", `/asset/${id}`)).status).toBe(204);
     expect(bucketFiles(s3dir, `assets/${id}/`)).toEqual([]);
