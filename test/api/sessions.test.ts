@@ -77,7 +77,10 @@ describe("playback", () => {
       meta: {
         live: 0,
         playbackPolicy: { type: "public" },
-        source: [{ hrn: "HLS (TS)", type: "html5/application/vnd.apple.mpegurl", url: `${fx.t.server.publicUrl}/hls/${s.playbackId}/index.m3u8` }],
+        source: [
+          { hrn: "HLS (TS)", type: "html5/application/vnd.apple.mpegurl", url: `${fx.t.server.publicUrl}/hls/${s.playbackId}/index.m3u8` },
+          { hrn: "Thumbnail (JPEG)", type: "image/jpeg", url: `${fx.t.server.publicUrl}/hls/${s.playbackId}/thumbnail.jpg` },
+        ],
       },
     });
     expect(JSON.stringify(body)).not.toContain(s.streamKey);
