@@ -12,7 +12,11 @@ export function playbackSubjects(store: Store, now: () => number = Date.now): (p
     const t = now();
     const hit = cache.get(playbackId);
     if (hit && hit.until >= t) return hit.subject;
-    if (cache.size >= SUBJECT_CACHE_MAX) for (const [k, v] of cache) if (v.until < t || cache.size >= SUBJECT_CACHE_MAX) cache.delete(k);
+    if (cache.size >= SUBJECT_CACHE_MAX) {
+      for (const [k, v] of cache) if (v.until < t) cache.delete(k);
+      // Still full within 2 s (a flood of playback ids): start over, rather than walk it per miss.
+      if (cache.size >= SUBJECT_CACHE_MAX) cache.clear();
+    }
     const subject = store.streams.getByPlaybackId(playbackId).then(
       (s) => (s ? { playbackId, userId: s.userId, policy: s.playbackPolicy } : undefined),
       (err: unknown) => {
