@@ -11,3 +11,4 @@ export {
   type OutboundSettings,
   type ResolvedAddress,
 } from "./policy";
+export { ForwardProxy, forwardedHeaders, parseAbsoluteTarget, parseAuthority, REFUSED_PHRASE, type ForwardProxyOptions, type ForwardProxyStats, type ProxyTarget } from "./forwardProxy";
