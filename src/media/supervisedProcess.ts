@@ -32,6 +32,14 @@ export interface SupervisedProcessOptions {
   cwd?: string;
   onOutput?(index: number, chunk: Buffer): void;
   tailLines?: number;
+  /**
+   * What of a stderr line goes into the tail (after masking): the line, a rewritten one, or
+   * undefined to keep it out (an HLS pull's `Opening '<segment url>'` lines, say). The line
+   * still reaches onStderrLine whole.
+   */
+  tailLine?(line: string): string | undefined;
+  /** The environment, when not the service's own (a variable the child must not see removed). */
+  env?: NodeJS.ProcessEnv;
   /** Values masked wherever the arguments or the stderr tail are logged or reported (an SRT passphrase, a pull source's password). */
   secrets?: string[];
 }
@@ -59,7 +67,7 @@ export class SupervisedProcess {
     // Its own process group: a terminal's Ctrl-C reaches onair, which stops its children in
     // order, and a leftover can be killed with everything it started.
     const extra = Array.from({ length: opts.outputPipes ?? 0 }, () => "pipe" as const);
-    this.child = spawn(opts.command, opts.args, { stdio: ["ignore", "pipe", "pipe", ...extra], detached: true, ...(opts.cwd ? { cwd: opts.cwd } : {}) });
+    this.child = spawn(opts.command, opts.args, { stdio: ["ignore", "pipe", "pipe", ...extra], detached: true, ...(opts.cwd ? { cwd: opts.cwd } : {}), ...(opts.env ? { env: opts.env } : {}) });
     this.pid = this.child.pid;
     extra.forEach((_, i) => {
       const pipe = this.child.stdio[3 + i] as NodeJS.ReadableStream | null;
@@ -69,7 +77,8 @@ export class SupervisedProcess {
     });
     readline.createInterface({ input: this.child.stderr! }).on("line", (line) => {
       // ffmpeg repeats its urls in its messages: a secret in one never reaches a log from here.
-      this.tail.push(masked(line, opts.secrets));
+      const kept = opts.tailLine ? opts.tailLine(masked(line, opts.secrets)) : masked(line, opts.secrets);
+      if (kept !== undefined) this.tail.push(kept);
       if (this.tail.length > max) this.tail.shift();
       opts.onStderrLine?.(line);
     });
