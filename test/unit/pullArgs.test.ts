@@ -1,7 +1,8 @@
-import { buildPullArgs, inputAudioCodec, type PullArgsInput } from "../../src/ingest";
+import { buildPullArgs, inputAudioCodec, policyRefusal, pullTailLine, type PullArgsInput } from "../../src/ingest";
 import { parsePullSource, pullConfig } from "../../src/shapes";
 
 const OUT = "rtmp://127.0.0.1:1935/live/bridge-ticket";
+const PROXY = "http://127.0.0.1:41234";
 const base = { audio: "copy", audioBitrate: 128_000, ioTimeoutMs: 10_000, outputUrl: OUT } as const;
 
 /** The value after `flag`, or undefined when the flag is absent. */
@@ -41,17 +42,17 @@ describe("buildPullArgs", () => {
     },
     {
       name: "HLS over HTTPS with headers: each header on its own CRLF line, paced with -re",
-      input: { ...base, source: "https://cdn.example/live.m3u8", scheme: "https", headers: { Authorization: "Bearer t0k", "X-Cam": "1" } },
-      before: [["-rw_timeout", "10000000"], ["-headers", "Authorization: Bearer t0k\r\nX-Cam: 1\r\n"]],
+      input: { ...base, source: "https://cdn.example/live.m3u8", scheme: "https", headers: { Authorization: "Bearer t0k", "X-Cam": "1" }, httpProxy: PROXY },
+      before: [["-rw_timeout", "10000000"], ["-http_proxy", PROXY], ["-headers", "Authorization: Bearer t0k\r\nX-Cam: 1\r\n"]],
       absent: ["-rtsp_transport"],
-      whitelist: "http,https,tcp,tls,crypto",
+      whitelist: "http,https,tcp,tls,crypto,httpproxy",
     },
     {
-      name: "HTTP without headers: no -headers",
-      input: { ...base, source: "http://cdn.example/live.m3u8", scheme: "http" },
-      before: [["-rw_timeout", "10000000"]],
+      name: "HTTP without headers: no -headers, through the proxy all the same",
+      input: { ...base, source: "http://cdn.example/live.m3u8", scheme: "http", httpProxy: PROXY },
+      before: [["-rw_timeout", "10000000"], ["-http_proxy", PROXY]],
       absent: ["-headers"],
-      whitelist: "http,https,tcp,tls,crypto",
+      whitelist: "http,https,tcp,tls,crypto,httpproxy",
     },
   ];
 
@@ -68,6 +69,12 @@ describe("buildPullArgs", () => {
     expect(valueOf(args, "-c:v")).toBe("copy");
     expect(args.slice(-3)).toEqual(["-f", "flv", OUT]);
     expect(args.join(" ")).toContain("-map 0:v:0 -map 0:a:0?");
+    // Only HTTP goes through the forward proxy (the other protocols would not use it).
+    expect(head.includes("-http_proxy")).toBe(input.scheme === "http" || input.scheme === "https");
+  });
+
+  it("refuses to build an http(s) pull without the forward proxy", () => {
+    expect(() => buildPullArgs({ ...base, source: "http://cdn.example/live.m3u8", scheme: "http" })).toThrow(/forward proxy/);
   });
 
   it.each([
@@ -89,6 +96,31 @@ describe("inputAudioCodec", () => {
     ["nothing yet", [], undefined],
   ])("%s", (_name, lines, codec) => {
     expect(inputAudioCodec(lines)).toBe(codec);
+  });
+});
+
+describe("pullTailLine", () => {
+  it.each([
+    ["an HLS segment being opened", "[hls @ 0x55] Opening 'https://cdn.example/live/seg7.ts?token=s3cret' for reading", undefined],
+    ["an AES key being opened", "[hls @ 0x55] Opening 'crypto+http://cdn.example/k/seg1.ts' for reading", undefined],
+    ["a url in an error: scheme and host kept", "[hls @ 0x55] Error when loading first segment 'https://cdn.example:8443/live/seg0.ts?token=s3cret'", "[hls @ 0x55] Error when loading first segment 'https://cdn.example:8443/…'"],
+    ["the proxy's refusal", "[http @ 0x5] HTTP error 403 Refused by the outbound policy: 127.0.0.2", "[http @ 0x5] HTTP error 403 Refused by the outbound policy: 127.0.0.2"],
+    ["the input's stream list", "  Stream #0:1: Audio: mp2, 48000 Hz, mono, fltp, 64 kb/s", "  Stream #0:1: Audio: mp2, 48000 Hz, mono, fltp, 64 kb/s"],
+  ])("%s", (_name, line, kept) => {
+    expect(pullTailLine(line)).toBe(kept);
+  });
+});
+
+describe("policyRefusal", () => {
+  it.each([
+    ["the forward proxy's 403 (http)", "[http @ 0x5] HTTP error 403 Refused by the outbound policy: 169.254.169.254", { what: "169.254.169.254", stop: false }],
+    ["the forward proxy's 403 (CONNECT)", "[httpproxy @ 0x5] HTTP error 403 Refused by the outbound policy: metadata.internal", { what: "metadata.internal", stop: false }],
+    ["a playlist naming an httpproxy: url (ffmpeg would connect itself)", "[hls @ 0x5] Opening 'httpproxy://10.0.0.5:6379/x' for reading", { what: "an httpproxy: url", stop: true }],
+    ["the same behind crypto+", "[hls @ 0x5] Opening 'crypto+httpproxy://10.0.0.5:80/x' for reading", { what: "an httpproxy: url", stop: true }],
+    ["another 403", "[http @ 0x5] HTTP error 403 Forbidden", undefined],
+    ["an ordinary segment", "[hls @ 0x5] Opening 'https://cdn.example/a.ts' for reading", undefined],
+  ])("%s", (_name, line, expected) => {
+    expect(policyRefusal(line)).toEqual(expected);
   });
 });
 

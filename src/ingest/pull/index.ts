@@ -1,2 +1,2 @@
 export { PullIngest, type PullBackoff, type PullIngestDeps, type PulledStream, type PullStatus } from "./pullIngest";
-export { buildPullArgs, inputAudioCodec, type PullArgsInput } from "./pullArgs";
+export { buildPullArgs, inputAudioCodec, policyRefusal, pullTailLine, type PullArgsInput } from "./pullArgs";

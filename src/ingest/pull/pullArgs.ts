@@ -1,3 +1,4 @@
+import { REFUSED_PHRASE } from "../../outbound";
 import type { PullScheme } from "../../shapes";
 
 // The ffmpeg argument list of a pull: read the stream's source, republish it to the local RTMP
@@ -10,6 +11,11 @@ export interface PullArgsInput {
   scheme: PullScheme;
   /** HTTP(S) only: request headers (HLS playlists and segments alike). */
   headers?: Record<string, string>;
+  /**
+   * HTTP(S) only, and required there: the local forward proxy (`http://127.0.0.1:<port>`) every
+   * request goes through, so the outbound policy sees each host a redirect or playlist names.
+   */
+  httpProxy?: string;
   /** `copy` while the source's audio is AAC or unknown; `aac` once it showed another codec. */
   audio: "copy" | "aac";
   /** AAC bitrate when audio is transcoded, bits per second. */
@@ -29,9 +35,9 @@ const PROTOCOLS: Record<PullScheme, string> = {
   rtmps: "rtmps,tcp,tls",
   rtsp: "rtsp,rtp,tcp,udp",
   srt: "srt,udp",
-  // crypto: AES-128 HLS segments.
-  http: "http,https,tcp,tls,crypto",
-  https: "http,https,tcp,tls,crypto",
+  // crypto: AES-128 HLS segments. httpproxy: https through the forward proxy (CONNECT).
+  http: "http,https,tcp,tls,crypto,httpproxy",
+  https: "http,https,tcp,tls,crypto,httpproxy",
 };
 
 /** The input options of a source: how a dead source ends the process, and how it is read. */
@@ -54,8 +60,12 @@ function inputOptions(o: PullArgsInput): string[] {
       // HLS (or a file over HTTP): ffmpeg reads it as fast as the server gives it, so -re paces
       // it at its own speed; a live playlist would otherwise burst its first segments.
       const headers = Object.entries(o.headers ?? {});
+      // ffmpeg would otherwise follow redirects and playlists to any host, resolving each anew;
+      // the HLS demuxer hands http_proxy (and the headers) on to every playlist, segment and key.
+      if (!o.httpProxy) throw new Error("an http(s) pull needs the forward proxy");
       return [
         "-rw_timeout", us,
+        "-http_proxy", o.httpProxy,
         ...(headers.length > 0 ? ["-headers", headers.map(([k, v]) => `${k}: ${v}\r\n`).join("")] : []),
         "-re",
       ];
@@ -93,5 +103,32 @@ export function inputAudioCodec(lines: readonly string[]): string | undefined {
       if (m) return m[1];
     }
   }
+  return undefined;
+}
+
+/**
+ * A stderr line as the pull's logged tail keeps it (pure): an HLS pull prints `Opening '<url>'
+ * for reading` for every playlist, segment and key, whose paths and queries are often signed
+ * (tokens the source url's secrets do not cover): those lines are left out, and any other url
+ * keeps its scheme and host only (`Error when loading first segment 'https://cdn.example/…'`).
+ */
+export function pullTailLine(line: string): string | undefined {
+  if (/\bOpening '.*' for reading$/.test(line)) return undefined;
+  return line.replace(/\b([a-z][a-z0-9+.-]*:\/\/[^/\s'"]+)\/[^\s'"]*/gi, "$1/…");
+}
+
+/**
+ * What the outbound policy refused, from a line of ffmpeg's stderr (pure): the host a redirect
+ * or playlist led to, from `HTTP error 403 Refused by the outbound policy: <host>` (the forward
+ * proxy's answer), or a playlist naming an `httpproxy:` url. That one ffmpeg opens itself, a
+ * plain TCP connection to the host it names (the protocol is whitelisted for https through the
+ * proxy, and the HLS demuxer takes any protocol whose name starts with "http"): the pull stops
+ * at once.
+ */
+export function policyRefusal(line: string): { what: string; stop: boolean } | undefined {
+  const phrase = `HTTP error 403 ${REFUSED_PHRASE}: `;
+  const at = line.indexOf(phrase);
+  if (at >= 0) return { what: line.slice(at + phrase.length).trim() || "a host", stop: false };
+  if (/\bOpening '(?:crypto\+)?httpproxy:/i.test(line)) return { what: "an httpproxy: url", stop: true };
   return undefined;
 }

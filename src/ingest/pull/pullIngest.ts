@@ -1,9 +1,9 @@
 import type { Logger } from "../../log";
 import { spawnSupervised, type ProcessEnd, type ProcessRegistry, type SupervisedProcess } from "../../media";
-import type { DestinationCheck } from "../../outbound";
+import { ForwardProxy, HOW_TO_ALLOW, type DestinationCheck, type ForwardProxyStats } from "../../outbound";
 import { parsePullSource, type PullConfig, type PullSource } from "../../shapes";
 import type { BridgeTickets } from "../bridges";
-import { buildPullArgs, inputAudioCodec } from "./pullArgs";
+import { buildPullArgs, inputAudioCodec, policyRefusal, pullTailLine } from "./pullArgs";
 
 /** What the pull ingest reads of a stream (the key index's stream records have it). */
 export interface PulledStream {
@@ -74,6 +74,14 @@ export interface PullStatus {
 
 const DEFAULT_IO_TIMEOUT_MS = 10_000;
 
+/** The service's environment without no_proxy, which would send the hosts it names around the forward proxy. */
+function pullEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.no_proxy;
+  delete env.NO_PROXY;
+  return env;
+}
+
 /** The parts of a source url that may be credentials: its password (as written and decoded) and query. */
 function sourceSecrets(source: string): string[] {
   try {
@@ -112,6 +120,8 @@ export class PullIngest {
   private readonly pulls = new Map<string, Pull>();
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** Every request of an http(s) pull goes through it: started with the first such pull. */
+  private proxy: ForwardProxy | undefined;
 
   constructor(private readonly deps: PullIngestDeps) {}
 
@@ -125,6 +135,17 @@ export class PullIngest {
   status(streamId: string): PullStatus | undefined {
     const p = this.pulls.get(streamId);
     return p && { running: p.process?.running ?? false, failures: p.failures, retryAt: p.retryAt, lastProblem: p.lastProblem };
+  }
+
+  /** What the forward proxy allowed and refused, once an http(s) pull started it. */
+  get proxyStats(): ForwardProxyStats | undefined {
+    return this.proxy && { ...this.proxy.stats };
+  }
+
+  private proxyUrl(): Promise<string> {
+    if (this.closed) return Promise.reject(new Error("the pull ingest is closed"));
+    this.proxy ??= new ForwardProxy({ check: (host) => this.deps.checkHost(host), log: this.deps.log.child({ component: "pull forward proxy" }) });
+    return this.proxy.url();
   }
 
   /** Starts the pulls streams need, stops those no longer wanted, restarts changed ones. */
@@ -190,12 +211,15 @@ export class PullIngest {
     p.starting = true;
     let check: DestinationCheck;
     let holder: string | undefined;
+    let httpProxy: string | undefined;
     try {
       // The host checked again at every connection: DNS may answer otherwise than when it was written.
       check = await deps.checkHost(p.source.host);
       holder = check.outcome === "allowed" ? await deps.liveElsewhere(p.stream.id) : undefined;
+      const http = p.source.scheme === "http" || p.source.scheme === "https";
+      httpProxy = http && check.outcome === "allowed" && holder === undefined ? await this.proxyUrl() : undefined;
     } catch (err) {
-      if (this.current(p)) this.retry(p, log, undefined, "could not look at the stream's lease", { err });
+      if (this.current(p)) this.retry(p, log, undefined, "could not look at the stream's lease or start the forward proxy", { err });
       return;
     } finally {
       p.starting = false;
@@ -216,6 +240,7 @@ export class PullIngest {
       source: pull!.source,
       scheme: p.source.scheme,
       headers: pull!.headers,
+      httpProxy,
       audio: p.transcodeAudio ? "aac" : "copy",
       audioBitrate: deps.audioBitrate,
       ioTimeoutMs: deps.ioTimeoutMs ?? DEFAULT_IO_TIMEOUT_MS,
@@ -224,16 +249,31 @@ export class PullIngest {
     // The source url, its password and query (either may hold credentials) and the header values
     // are masked wherever the args or ffmpeg's messages are logged.
     const secrets = [pull!.source, ...sourceSecrets(pull!.source), ...Object.values(pull!.headers ?? {})].filter((v) => v.length >= 4);
+    // A host a redirect or playlist led to, which the forward proxy refused (ffmpeg's words).
+    let refused: string | undefined;
+    /** Stopped here for what its stderr showed: ended like a failure, not like a requested stop. */
+    let policyStop = false;
     const proc = spawnSupervised(deps.registry, {
       command: deps.ffmpegPath,
       args,
       log,
       name: "ffmpeg pull",
       secrets,
-      // The input's description comes first; nothing after it is kept.
+      env: pullEnv(),
+      // The input's description comes first; nothing after it is kept. An HLS source's
+      // `Opening '<segment>'` lines come before it and say nothing of the input: not kept.
       onStderrLine: (line) => {
-        if (stderr.length < 60) stderr.push(line);
+        const refusal = refused === undefined ? policyRefusal(line) : undefined;
+        if (refusal) {
+          refused = refusal.what;
+          if (refusal.stop) {
+            policyStop = true;
+            proc.kill();
+          }
+        }
+        if (stderr.length < 60 && pullTailLine(line) !== undefined) stderr.push(line);
       },
+      tailLine: pullTailLine,
       tailLines: 20,
     });
     p.process = proc;
@@ -241,18 +281,18 @@ export class PullIngest {
     void proc.ended.then((end) => {
       deps.tickets.revoke(ticket);
       if (p.process === proc) p.process = undefined;
-      if (end.requested) return;
+      if (end.requested && !policyStop) return;
       // A suspend or delete ends the session first, which disconnects this publish: the key
       // index has heard of it by then, so the pull stops here rather than retrying.
       this.reconcile();
       // Stopped, or already started again (a start-pull heard in that reconcile).
       if (!this.current(p) || p.process || p.starting) return;
-      this.ended(p, log, end, stderr, Date.now() - started);
+      this.ended(p, log, end, stderr, Date.now() - started, refused);
     });
   }
 
   /** A run ended on its own: the source ended or failed, or the ingest refused it. */
-  private ended(p: Pull, log: Logger, end: ProcessEnd, stderr: string[], ranForMs: number): void {
+  private ended(p: Pull, log: Logger, end: ProcessEnd, stderr: string[], ranForMs: number, refused: string | undefined): void {
     const audio = inputAudioCodec(stderr);
     if (!p.transcodeAudio && audio !== undefined && audio !== "aac") {
       // FLV and the ingest take AAC only: the next run transcodes, at once (not a failure).
@@ -262,7 +302,9 @@ export class PullIngest {
       return;
     }
     const why = end.code === 0 ? "the pull source ended" : "the pull failed";
-    this.retry(p, log, ranForMs, why, { code: end.code, signal: end.signal, ranForMs, ...(end.code === 0 ? {} : { stderrTail: end.stderrTail.slice(-5) }) });
+    // The source itself was allowed; what it pointed to was not (the proxy logged which address).
+    const also = refused === undefined ? "" : `: the source led to ${refused}, refused by the outbound policy (${HOW_TO_ALLOW})`;
+    this.retry(p, log, ranForMs, why + also, { code: end.code, signal: end.signal, ranForMs, ...(end.code === 0 ? {} : { stderrTail: end.stderrTail.slice(-5) }) });
   }
 
   private retry(p: Pull, log: Logger, ranForMs: number | undefined, why: string, fields: Record<string, unknown>): void {
@@ -294,5 +336,6 @@ export class PullIngest {
     const running = [...this.pulls.values()].map((p) => p.process);
     for (const id of [...this.pulls.keys()]) this.remove(id, "shutdown");
     await Promise.all(running.map((p) => p?.ended));
+    await this.proxy?.close();
   }
 }
