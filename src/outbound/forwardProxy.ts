@@ -59,7 +59,7 @@ export interface ForwardProxyOptions {
   /** The outbound policy's verdict on a host (OutboundPolicy.check). */
   check(host: string): Promise<DestinationCheck>;
   log: Logger;
-  /** Connections open at once, clients' and upstream ones counted apart; more are dropped. */
+  /** Client connections open at once (default 256, a few per pulled HLS stream); more are dropped. */
   maxConnections?: number;
   /** A connection (or tunnel) idle this long is closed, ms. */
   idleTimeoutMs?: number;
@@ -83,7 +83,7 @@ export class ForwardProxy {
   constructor(private readonly o: ForwardProxyOptions) {
     const idle = o.idleTimeoutMs ?? 30_000;
     this.server = http.createServer({ requestTimeout: idle, keepAliveTimeout: idle }, (req, res) => void this.forward(req, res));
-    this.server.maxConnections = o.maxConnections ?? 64;
+    this.server.maxConnections = o.maxConnections ?? 256;
     this.server.timeout = idle;
     this.server.on("connection", (socket: net.Socket) => this.track(socket));
     this.server.on("connect", (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => void this.tunnel(req, socket, head));
