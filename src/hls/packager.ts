@@ -93,6 +93,7 @@ export class LivePackager {
   private warnedLongPart = false;
   private readonly waiters: Waiter[][];
   private isEnded = false;
+  private isAnnounced = false;
   private run: { ended: boolean; end(): void } | undefined;
   /** Bumped on every change: a rendered playlist is good while it stands. */
   private version = 0;
@@ -218,6 +219,20 @@ export class LivePackager {
 
   master(): string | undefined {
     return this.playable ? buildMasterPlaylist(this.variants()) : undefined;
+  }
+
+  /**
+   * The session has gone live (isActive and stream.started are committed): players may be
+   * handed the master playlist. Before, the playback URL does not work, as the API says
+   * (`isActive` false), however playable the renditions already are.
+   */
+  announce(): void {
+    this.isAnnounced = true;
+  }
+
+  /** The master playlist for players: once announced. */
+  announcedMaster(): string | undefined {
+    return this.isAnnounced ? this.master() : undefined;
   }
 
   /**

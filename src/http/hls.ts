@@ -166,8 +166,8 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, access: H
     if (!subject) return notFound(res);
     const verdict = await access.gate.open(subject, credentials(req));
     if (!verdict.ok) return refused(res, verdict);
-    const master = packager.master();
-    // Not playable yet: as before a first segment, nothing to play.
+    const master = packager.announcedMaster();
+    // Not live yet (before a first segment, or before isActive is written): nothing to play.
     if (master === undefined) return notFound(res);
     // Each viewer's variant URIs carry its session token: it is how viewers are counted, and how
     // a gated stream's player goes on without showing its JWT again.

@@ -459,6 +459,7 @@ export class StreamRuntime {
     );
     if (!recorded) return void this.stop("storage unavailable", "the database cannot record the session going live");
     this.active = true;
+    this.hls.packager.announce();
     this.metrics?.playable();
     this.log.info({ run: this.runs - 1 }, "stream is live: HLS playable");
     // Observers work from the files (recordings link them, rendition pushes read them): they
