@@ -190,6 +190,10 @@ export function postgresDatabase(url: string, opts: { max?: number } = {}): SqlD
   const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10, types: pgTypes as pg.CustomTypesConfig });
   // An idle client's error (the server restarted) must not crash the process: the pool drops it.
   pool.on("error", () => undefined);
+  // Nor a busy one's: a connection cut under a query (the server restarted, an operator's
+  // pg_terminate_backend) fails that query, which its caller sees; the client's own "error"
+  // event, with no listener while it is checked out, would be thrown out of the process.
+  pool.on("connect", (client) => void client.on("error", () => undefined));
   return new Root("postgres", new Kysely({ dialect: new PostgresDialect({ pool }) }));
 }
 
