@@ -48,14 +48,14 @@ export async function whipPublish(endpoint: string, opts: WhipPublishOptions = {
     try {
       return await whipPublishOnce(endpoint, opts);
     } catch (err) {
-      if (!(err instanceof ClosedBeforeAnswer) || attempt === 3) throw err;
+      if (!(err instanceof FailedStart) || attempt === 3) throw err;
       if (err.resource) await fetch(err.resource, { method: "DELETE" });
       await new Promise((r) => setTimeout(r, 300 * attempt));
     }
   }
 }
 
-class ClosedBeforeAnswer extends Error {
+class FailedStart extends Error {
   constructor(
     message: string,
     readonly resource: string | undefined,
@@ -95,8 +95,11 @@ async function whipPublishOnce(endpoint: string, opts: WhipPublishOptions): Prom
   try {
     pc.setRemoteDescription(body, "answer");
   } catch (err) {
-    if (pc.state() === "closed") throw new ClosedBeforeAnswer((err as Error).message, resource);
-    throw new Error(`${(err as Error).message} (client states: ${states.join(", ")}; now ${pc.state()} / ${pc.iceState()})`);
+    // Closed under it, or libdatachannel's "Got a remote candidate without ICE transport" (its
+    // ICE transport gone before the answer came): a failed start, begun again.
+    const why = `${(err as Error).message} (client states: ${states.join(", ")}; now ${pc.state()} / ${pc.iceState()})`;
+    pc.close();
+    throw new FailedStart(why, resource);
   }
   const ended = () => pc.state() === "failed" || pc.state() === "closed";
   await until(() => tracks.every((t) => t.isOpen()) || ended(), 10_000, () => `tracks open (client states: ${states.join(", ")}; now ${pc.state()} / ${pc.iceState()})`);
@@ -105,7 +108,7 @@ async function whipPublishOnce(endpoint: string, opts: WhipPublishOptions): Prom
     // a few hundred publishes): started again, as OBS does.
     const why = `the peer ${pc.state()} before its tracks opened (client states: ${states.join(", ")})`;
     pc.close();
-    throw new ClosedBeforeAnswer(why, resource);
+    throw new FailedStart(why, resource);
   }
 
   // ffmpeg's encoders → RTP on loopback → the tracks.
