@@ -21,7 +21,7 @@ import pg from "pg";
 import { loadConfig } from "../src/config";
 import { createLogger } from "../src/log";
 import { startServer } from "../src/server";
-import { fixed, formatTable, positiveIntFromEnv } from "./lib";
+import { fixed, formatTable, positiveIntFromEnv, runProblems, type RunOutcome } from "./lib";
 
 const WARMUP_SECONDS = 2;
 
@@ -242,19 +242,7 @@ async function measure(scenario: Scenario): Promise<Measured> {
 // ---------------------------------------------------------------------------------------------
 // Report
 
-/** Why a run cannot be trusted, if it cannot: failed requests measure the error path instead. */
-function problemsOf(m: Measured): string | undefined {
-  const r = m.result;
-  if (r.errors === 0 && r.non2xx === 0 && r.timeouts === 0) return undefined;
-  const codes = Object.entries(r.statusCodeStats ?? {})
-    .filter(([code]) => !code.startsWith("2"))
-    .map(([code, stat]) => `${stat.count ?? 0} × ${code}`)
-    .join(", ");
-  return (
-    `${m.scenario.label}: ${r.non2xx} non-2xx responses${codes ? ` (${codes})` : ""}, ` +
-    `${r.errors} connection errors, ${r.timeouts} timeouts`
-  );
-}
+const problemsOf = (m: Measured) => runProblems(m.scenario.label, m.result as RunOutcome);
 
 
 function tableRow(m: Measured, baselines: Map<Kind, autocannon.Result>): string[] {

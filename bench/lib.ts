@@ -203,3 +203,21 @@ export function formatTable(header: string[], rows: string[][]): string {
   const rule = widths.map((w) => "-".repeat(w)).join("  ");
   return [line(header), rule, ...rows.map(line)].join("\n");
 }
+
+/** What autocannon counts of a run's failures (its Result, or the part of it read here). */
+export interface RunOutcome {
+  errors: number;
+  non2xx: number;
+  timeouts: number;
+  statusCodeStats?: Record<string, { count?: number }>;
+}
+
+/** Why a run cannot be trusted, if it cannot: failed requests measure the error path, not the endpoint. */
+export function runProblems(label: string, r: RunOutcome): string | undefined {
+  if (r.errors === 0 && r.non2xx === 0 && r.timeouts === 0) return undefined;
+  const codes = Object.entries(r.statusCodeStats ?? {})
+    .filter(([code]) => !code.startsWith("2"))
+    .map(([code, stat]) => `${stat.count ?? 0} × ${code}`)
+    .join(", ");
+  return `${label}: ${r.non2xx} non-2xx responses${codes ? ` (${codes})` : ""}, ${r.errors} connection errors, ${r.timeouts} timeouts`;
+}

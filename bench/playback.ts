@@ -31,7 +31,7 @@ const PipelinedRequestsQueue = require("autocannon/lib/pipelinedRequestsQueue") 
 import { importPKCS8, SignJWT } from "jose";
 import { pushTestStream } from "../test/helpers/media";
 import { startServerProcess, type ServerProcess } from "../test/helpers/serverProcess";
-import { Child, exitOnSignal, ffmpegVersion, fixed, formatTable, positiveIntFromEnv } from "./lib";
+import { Child, exitOnSignal, ffmpegVersion, fixed, formatTable, positiveIntFromEnv, runProblems, type RunOutcome } from "./lib";
 
 const ROOT = path.resolve(__dirname, "..");
 const FFMPEG = process.env.FFMPEG_PATH || "ffmpeg";
@@ -243,16 +243,7 @@ async function measure(s: Scenario): Promise<Measured> {
   return { scenario: s, bytes, result: await fire(url, headers, DURATION_S) };
 }
 
-/** Failed requests measure the error path, not the endpoint. */
-function problemsOf(m: Measured): string | undefined {
-  const r = m.result;
-  if (r.errors === 0 && r.non2xx === 0 && r.timeouts === 0) return undefined;
-  const codes = Object.entries(r.statusCodeStats ?? {})
-    .filter(([code]) => !code.startsWith("2"))
-    .map(([code, stat]) => `${stat.count ?? 0} × ${code}`)
-    .join(", ");
-  return `${m.scenario.label}: ${r.non2xx} non-2xx${codes ? ` (${codes})` : ""}, ${r.errors} errors, ${r.timeouts} timeouts`;
-}
+const problemsOf = (m: Measured) => runProblems(m.scenario.label, m.result as RunOutcome);
 
 function report(measured: Measured[]): string[] {
   const bare = new Map<Kind, autocannon.Result>();
