@@ -83,15 +83,7 @@ const toAsset = (r: Row): AssetRecord => ({
   videoSpec: r.video_spec ? (JSON.parse(r.video_spec) as AssetVideoSpec) : null,
 });
 
-export interface NewAsset {
-  userId: string;
-  name: string;
-  streamId: string;
-  sessionId: string;
-  sourcePlaybackId: string;
-  clipStart: number;
-  clipEnd: number;
-}
+export type NewAsset = Pick<AssetRecord, "userId" | "name" | "streamId" | "sessionId" | "sourcePlaybackId" | "clipStart" | "clipEnd">;
 
 /** The assets table (clips). Not part of the store's repositories: built over any Sql handle. */
 export class AssetsRepository {
