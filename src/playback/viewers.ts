@@ -63,12 +63,6 @@ export class ViewerCounter {
     this.total++;
   }
 
-  /** Whether `viewerId` was seen watching `playbackId` within the window (a gated session goes on while it is). */
-  watching(playbackId: string, viewerId: string, nowMs: number = Date.now()): boolean {
-    const last = this.viewers.get(playbackId)?.get(viewerId);
-    return last !== undefined && last > nowMs - this.windowMs;
-  }
-
   /** Viewers per playback id at `nowMs` (only ids with at least one); forgets the expired. */
   counts(nowMs: number = Date.now()): Map<string, number> {
     this.expireAll(nowMs);

@@ -40,15 +40,6 @@ describe("ViewerCounter", () => {
     }
   });
 
-  it("tells whether a viewer is watching: seen within the window", () => {
-    const counter = new ViewerCounter({ windowMs: 30_000 });
-    counter.seen("p1", "a", 10_000);
-    expect(counter.watching("p1", "a", 39_999)).toBe(true);
-    expect(counter.watching("p1", "a", 40_000)).toBe(false);
-    expect(counter.watching("p2", "a", 10_000)).toBe(false);
-    expect(counter.watching("p1", "b", 10_000)).toBe(false);
-  });
-
   it("forgets expired viewers as it counts: memory follows the viewers present", () => {
     const counter = new ViewerCounter({ windowMs: 30_000 });
     for (let i = 0; i < 1_000; i++) counter.seen(`p${i % 10}`, `v${i}`, 0);
