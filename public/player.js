@@ -4,21 +4,16 @@
 "use strict";
 (function () {
   var POLL_MS = 2000;
-  // Low-latency catch-up (hls.js's own does not engage below 1 s of buffer, where LL-HLS
-  // plays): faster the further behind the target (1.1x at 0.1 s, 1.5x from 0.7 s: a stall's
-  // second and a half is made up in about 6 s), normal speed once back.
-  var CATCH_UP_EVERY_MS = 100;
-  var BEHIND_S = 0.1;
-  var CAUGHT_UP_S = 0.03;
-  var MIN_RATE = 1.1;
-  var MAX_RATE = 1.5;
-  var RATE_PER_S = 0.7;
-  // A stall moves hls.js's target back by liveSyncOnStallIncrease; after this long playing
-  // again, the target returns to the playlist's own (PART-HOLD-BACK).
-  var TARGET_RESET_MS = 5000;
+  // The live target is public/latencyTarget.js's: it moves with what this viewer measures; this
+  // loop applies it (hls.js's target) and steers the playback rate toward it.
+  var STEER_EVERY_MS = 100;
   // After the stream ends, the last segments already fetched still play out; this caps the
   // wait for the video's "ended" when the player stalls instead.
   var ENDING_GRACE_MS = 15000;
+  // A live start waits for this much buffer (or START_WAIT_MS): starting on the first part, then
+  // fetching the rest one request at a time, stalls on a busy machine or a far network.
+  var START_BUFFER_S = 0.4;
+  var START_WAIT_MS = 3000;
 
   var root = document.getElementById("player");
   var video = document.getElementById("video");
@@ -32,10 +27,13 @@
   var hls = null;
   var native = false;
   var endingTimer = null;
-  var catchUpTimer = null;
-  var targetResetTimer = null;
-  // What tests and the latency bench read: the player, its stalls.
-  var stats = { stalls: 0 };
+  var steerTimer = null;
+  var latency = null;
+  var startTimer = null;
+  // The video ran dry and waits for data.
+  var waiting = false;
+  // What tests and the latency bench read: the player, its stalls, its live target.
+  var stats = { stalls: 0, stallLog: [] };
   window.onairPlayer = stats;
 
   // The poster is the stream's newest thumbnail (the server builds its URL, with the page's
@@ -97,22 +95,43 @@
     }
   }
 
-  function catchUp() {
-    if (!hls || video.paused || hls.latency === undefined || hls.targetLatency === undefined) return;
-    var behind = hls.latency - hls.targetLatency;
-    var rate = video.playbackRate;
-    if (behind > BEHIND_S || (rate > 1 && behind >= CAUGHT_UP_S)) rate = Math.min(MAX_RATE, Math.max(MIN_RATE, 1 + behind * RATE_PER_S));
-    else if (behind < CAUGHT_UP_S) rate = 1;
-    if (Math.abs(rate - video.playbackRate) > 0.02) video.playbackRate = rate;
+  // Forward buffer (s): what plays before the video runs dry.
+  function headroom() {
+    var b = video.buffered;
+    return b.length ? b.end(b.length - 1) - video.currentTime : 0;
+  }
+
+  function steer() {
+    if (!hls || !latency) return;
+    var target = latency.tick(Date.now());
+    stats.targetLatency = target;
+    stats.rtt = latency.rtt();
+    if (hls.targetLatency !== null && Math.abs(hls.targetLatency - target) > 0.005) hls.targetLatency = target;
+    if (video.paused || !hls.latency) return;
+    var rate = window.onairLatencyTarget.playbackRate(hls.latency - target, video.playbackRate);
+    if (Math.abs(rate - video.playbackRate) > 0.02 || (rate === 1 && video.playbackRate !== 1)) video.playbackRate = rate;
+  }
+
+  // Time to first byte of a media request: a round trip plus the server's answer.
+  function firstByte(stats) {
+    return stats && stats.loading && stats.loading.first > 0 ? (stats.loading.first - stats.loading.start) / 1000 : -1;
+  }
+
+  function startLive() {
+    if (!startTimer) return;
+    clearTimeout(startTimer);
+    startTimer = null;
+    play();
   }
 
   function teardown() {
     if (endingTimer) clearTimeout(endingTimer);
     endingTimer = null;
-    if (catchUpTimer) clearInterval(catchUpTimer);
-    catchUpTimer = null;
-    if (targetResetTimer) clearTimeout(targetResetTimer);
-    targetResetTimer = null;
+    if (steerTimer) clearInterval(steerTimer);
+    steerTimer = null;
+    latency = null;
+    if (startTimer) clearTimeout(startTimer);
+    startTimer = null;
     video.playbackRate = 1;
     if (hls) hls.destroy();
     hls = null;
@@ -132,29 +151,47 @@
   function load() {
     if (window.Hls && window.Hls.isSupported()) {
       var live = kind === "live";
-      // Live: LL-HLS, half a second behind the newest part (Safari's native player keeps
-      // PART-HOLD-BACK, 0.6 s); a stall costs 0.1 s of target, not hls.js's default 1 s for good.
-      hls = new window.Hls(live ? { lowLatencyMode: true, liveSyncDuration: 0.5, liveSyncOnStallIncrease: 0.1, backBufferLength: 4 } : { lowLatencyMode: false });
+      if (live) latency = window.onairLatencyTarget.create(0.2, Date.now());
+      // Live: LL-HLS at the measured target (public/latencyTarget.js), which owns the target and
+      // the playback rate: hls.js's own step back per stall and its rate control (which also
+      // resets any other rate to 1 at every timeupdate) are off.
+      hls = new window.Hls(live ? { lowLatencyMode: true, liveSyncDuration: latency.target, liveSyncOnStallIncrease: 0, maxLiveSyncPlaybackRate: 1, backBufferLength: 4 } : { lowLatencyMode: false });
       stats.hls = hls;
       var media = 0;
-      var baseTarget;
-      if (live) catchUpTimer = setInterval(catchUp, CATCH_UP_EVERY_MS);
-      hls.on(window.Hls.Events.LEVEL_UPDATED, function () {
-        if (baseTarget === undefined && hls.targetLatency) baseTarget = hls.targetLatency;
-      });
+      if (live) {
+        steerTimer = setInterval(steer, STEER_EVERY_MS);
+        hls.on(window.Hls.Events.MANIFEST_LOADED, function (_event, data) {
+          latency.observeRtt(firstByte(data.stats));
+        });
+        hls.on(window.Hls.Events.LEVEL_UPDATED, function (_event, data) {
+          if (data.details.partTarget) latency.setPartTarget(data.details.partTarget);
+          // Before the first fragment is asked for: the start position follows the target.
+          if (hls.targetLatency !== null && Math.abs(hls.targetLatency - latency.target) > 0.005) hls.targetLatency = latency.target;
+        });
+        hls.on(window.Hls.Events.FRAG_LOADED, function (_event, data) {
+          latency.observeRtt(firstByte(data.part ? data.part.stats : data.frag.stats));
+        });
+        // Just before an append the buffer is at its lowest since the last one.
+        hls.on(window.Hls.Events.BUFFER_APPENDED, function () {
+          if (startTimer && headroom() >= START_BUFFER_S) startLive();
+        });
+        // While stalled it says nothing new: the stall was counted.
+        hls.on(window.Hls.Events.BUFFER_APPENDING, function () {
+          if (!video.paused && !waiting && video.currentTime > 0) latency.observeHeadroom(headroom(), Date.now());
+        });
+      }
       hls.on(window.Hls.Events.MANIFEST_PARSED, function (_event, data) {
         fillQuality(data.levels);
-        play();
+        if (!live) return play();
+        startTimer = setTimeout(startLive, START_WAIT_MS);
       });
       hls.on(window.Hls.Events.ERROR, function (_event, data) {
         if (data.details === window.Hls.ErrorDetails.BUFFER_STALLED_ERROR) {
           stats.stalls++;
-          if (targetResetTimer) clearTimeout(targetResetTimer);
-          targetResetTimer = setTimeout(function () {
-            targetResetTimer = null;
-            // The setter also clears hls.js's stall count.
-            if (hls && baseTarget !== undefined) hls.targetLatency = baseTarget;
-          }, TARGET_RESET_MS);
+          // The last few, for whoever looks into them: where, with what buffer, at what target.
+          stats.stallLog.push({ at: Math.round(video.currentTime * 100) / 100, buffer: data.buffer, target: latency ? latency.target : undefined, headroom: headroom(), playing: !video.paused });
+          if (stats.stallLog.length > 10) stats.stallLog.shift();
+          if (latency) latency.stalled(Date.now());
         }
         if (!data.fatal) return;
         // A decode hiccup is recoverable once or twice; anything else starts over (live: the
@@ -183,6 +220,13 @@
     return true;
   }
 
+  video.addEventListener("playing", function () {
+    waiting = false;
+    if (latency) latency.playing(Date.now());
+  });
+  video.addEventListener("waiting", function () {
+    waiting = true;
+  });
   video.addEventListener("ended", function () {
     if (kind === "live") fail("offline");
   });

@@ -37,7 +37,7 @@ export function renderPlayer(v: PlayerView): string {
 <label class="quality">Quality <select id="quality" disabled><option value="-1">Auto</option></select></label>
 </div>
 </main>`;
-  return renderPage({ title: `${v.title} · onair`, body, scripts: ["hls.min.js", "player.js"], bodyClass: "player-page" });
+  return renderPage({ title: `${v.title} · onair`, body, scripts: ["hls.min.js", "latencyTarget.js", "player.js"], bodyClass: "player-page" });
 }
 
 /**
@@ -67,6 +67,7 @@ function notFoundPage(res: Response): void {
 export function playerRouter(store: Store, signRecording: (sessionId: string) => string): express.Router {
   const router = express.Router();
   serveAsset(router, "hls.min.js", require.resolve("hls.js/dist/hls.min.js"));
+  serveAsset(router, "latencyTarget.js", "latencyTarget.js");
   serveAsset(router, "player.js", "player.js");
   serveAsset(router, "onair.css", "onair.css");
 
