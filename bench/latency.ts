@@ -8,6 +8,9 @@
 //             default ladder, LL-HLS) → onair's player page (hls.js in low-latency mode)
 //   baseline  the same source and encoder → ffmpeg's own standard HLS, 1 s segments, served by a
 //             bare static server → hls.js with its defaults
+// With BENCH_PLAYER_BEFORE=<git revision> (for example the main a change starts from), onair is
+// measured a second time with that revision's public/player.js served in place of today's, so a
+// player change is compared before/after in one run on the same machine.
 // For onair it also measures publish → playable (the encoder starting to the master playlist
 // answering) and, midway, injects a stall (the player's HLS requests held 1.5 s for 1.6 s) and
 // measures how far latency is from where it was before, 10 s later.
@@ -15,7 +18,7 @@
 // Settings: BENCH_LATENCY_SECONDS (60) measured per setup after BENCH_WARMUP_SECONDS (10);
 // the issue's target run is BENCH_LATENCY_SECONDS=300.
 
-import { spawn, type ChildProcess } from "node:child_process";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import http from "node:http";
 import os from "node:os";
@@ -139,11 +142,15 @@ const RECENT = "window.__meter.recent.slice()";
 interface Reading {
   samples: [number, number][];
   stalls: number;
+  /** The player's live target at the end (s), where the player says. */
+  target?: number;
 }
 
 async function drain(page: Page, kind: string): Promise<Reading> {
-  const stalls = kind === "onair" ? "window.onairPlayer.stalls" : "window.baselineStalls";
-  return page.evaluate(`({ samples: window.__meter.samples.splice(0), stalls: ${stalls} })`) as Promise<Reading>;
+  const onair = kind.startsWith("onair");
+  const stalls = onair ? "window.onairPlayer.stalls" : "window.baselineStalls";
+  const target = onair ? "window.onairPlayer.targetLatency" : "undefined";
+  return page.evaluate(`({ samples: window.__meter.samples.splice(0), stalls: ${stalls}, target: ${target} })`) as Promise<Reading>;
 }
 
 interface Result {
@@ -155,6 +162,8 @@ interface Result {
   sessionToPlayableMs?: number;
   /** Latency 10 s after the injected stall, minus latency before it (ms). */
   recoveryMs?: number;
+  /** The player's own live target at the end (s). */
+  target?: number;
 }
 
 const pct = (xs: number[], p: number) => {
@@ -167,7 +176,7 @@ const median = (xs: number[]) => pct(xs, 50);
  * Watches for `seconds` after a warm-up; `midway` runs at 40 % of the window, and the frames
  * shown while it runs (a disturbance and the recovery from it) are left out of the figures.
  */
-async function watch(page: Page, kind: string, warmupS: number, seconds: number, midway?: () => Promise<void>): Promise<{ latencies: [number, number][]; stalls: number }> {
+async function watch(page: Page, kind: string, warmupS: number, seconds: number, midway?: () => Promise<void>): Promise<{ latencies: [number, number][]; stalls: number; target?: number }> {
   await page.waitForFunction(`document.getElementById("video").currentTime > 0.5`, undefined, { timeout: 60_000 });
   await page.evaluate(INSTALL_METER);
   await sleep(warmupS * 1000);
@@ -190,10 +199,12 @@ async function watch(page: Page, kind: string, warmupS: number, seconds: number,
   }
   process.stdout.write("\n");
   const after = await drain(page, kind);
-  return { latencies, stalls: after.stalls - before.stalls };
+  return { latencies, stalls: after.stalls - before.stalls, target: after.target };
 }
 
-async function onairRun(browser: Browser, warmupS: number, seconds: number): Promise<Result> {
+/** `player`: another player.js to serve in place of this one (a revision's, for before/after). */
+async function onairRun(browser: Browser, warmupS: number, seconds: number, player?: { label: string; source: string }): Promise<Result> {
+  const kind = player ? `onair@${player.label}` : "onair";
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "onair-bench-latency-"));
   let server: ServerProcess | undefined;
   let source: Awaited<ReturnType<typeof startSource>> | undefined;
@@ -217,9 +228,10 @@ async function onairRun(browser: Browser, warmupS: number, seconds: number): Pro
       await sleep(10);
     }
     const page = await browser.newPage({ bypassCSP: true });
+    if (player) await page.route("**/assets/player.js", (route) => route.fulfill({ contentType: "text/javascript; charset=utf-8", body: player.source }));
     await page.goto(`${base}/play/${stream.playbackId}`);
     let recoveryMs: number | undefined;
-    const { latencies, stalls } = await watch(page, "onair", warmupS, seconds, async () => {
+    const { latencies, stalls, target } = await watch(page, kind, warmupS, seconds, async () => {
       const recent = (await page.evaluate(RECENT)) as number[];
       const beforeMs = median(recent);
       await page.route("**/hls/**", async (route) => {
@@ -240,7 +252,8 @@ async function onairRun(browser: Browser, warmupS: number, seconds: number): Pro
     // The server's own view: the publish admitted (its session started) to HLS playable.
     const at = (msg: string) => Number(/"time":(\d+)/.exec(lines.find((l) => l.includes(`"msg":"${msg}"`)) ?? "")?.[1]);
     const sessionToPlayableMs = at("stream is live: HLS playable") - at("live session started");
-    return { name: "onair (LL-HLS, player page)", latencies: latencies.map((l) => l[1]), stalls, playableMs, sessionToPlayableMs, recoveryMs };
+    const name = player ? `onair (LL-HLS, player page at ${player.label})` : "onair (LL-HLS, player page)";
+    return { name, latencies: latencies.map((l) => l[1]), stalls, playableMs, sessionToPlayableMs, recoveryMs, target };
   } finally {
     await source?.stop();
     await server?.kill();
@@ -299,9 +312,14 @@ async function main(): Promise<void> {
   });
   exitOnSignal(() => void browser.close());
   try {
+    const beforeRev = process.env.BENCH_PLAYER_BEFORE;
+    const before = beforeRev
+      ? { label: beforeRev, source: execFileSync("git", ["show", `${beforeRev}:public/player.js`], { cwd: path.resolve(__dirname, ".."), encoding: "utf8" }) }
+      : undefined;
     const onair = await onairRun(browser, warmup, seconds);
+    const onairBefore = before ? await onairRun(browser, warmup, seconds, before) : undefined;
     const baseline = await baselineRun(browser, warmup, seconds);
-    const rows = [onair, baseline].map((r) => [
+    const rows = [onair, ...(onairBefore ? [onairBefore] : []), baseline].map((r) => [
       r.name,
       String(r.latencies.length),
       fixed(median(r.latencies) / 1000, 3),
@@ -311,10 +329,12 @@ async function main(): Promise<void> {
       r.playableMs !== undefined ? fixed(r.playableMs / 1000, 2) : "",
       r.sessionToPlayableMs !== undefined ? fixed(r.sessionToPlayableMs / 1000, 2) : "",
       r.recoveryMs !== undefined ? fixed(r.recoveryMs / 1000, 3) : "",
+      r.target !== undefined ? fixed(r.target, 2) : "",
     ]);
-    console.log(formatTable(["setup", "frames", "p50 s", "p95 s", "max s", "stalls", "encoder start→playable s", "publish→playable s", "after stall +s"], rows));
+    console.log(formatTable(["setup", "frames", "p50 s", "p95 s", "max s", "stalls", "encoder start→playable s", "publish→playable s", "after stall +s", "target at end s"], rows));
     const ratio = (a: number, b: number) => fixed(a / b, 2);
     console.log(`\nonair / baseline: p50 ${ratio(median(onair.latencies), median(baseline.latencies))}×, p95 ${ratio(pct(onair.latencies, 95), pct(baseline.latencies, 95))}×`);
+    if (onairBefore) console.log(`onair / onair with the player at ${before!.label}: p50 ${ratio(median(onair.latencies), median(onairBefore.latencies))}× (${fixed((median(onair.latencies) - median(onairBefore.latencies)) / 1000, 3)} s), p95 ${ratio(pct(onair.latencies, 95), pct(onairBefore.latencies, 95))}×`);
     console.log("targets: onair p50 ≤ 0.85 s, p95 ≤ 1.0 s, 0 stalls (the injected one aside), within 0.15 s 10 s after a stall, publish→playable ≤ 1.5 s");
     console.log("(the stall column counts the injected stall; 'after stall' is latency 10 s after it minus latency before it;");
     console.log(" encoder start→playable includes the source encoder's own start; publish→playable is the server's log: session started → HLS playable)");
