@@ -83,8 +83,9 @@ describe("live LL-HLS from memory", () => {
     const after = media(await res.text());
     const seg = after.segments.find((s) => s.mediaSequenceNumber === want.msn)!;
     expect(seg.parts.filter((p) => !p.hint).length).toBeGreaterThan(want.part);
-    // A part every 0.2 s: the wait is at most about one part (and a busy machine's slack).
-    expect(waited).toBeLessThan(1000);
+    // A part every 0.2 s: the wait is about one part, more when a busy machine's encoder delivers
+    // in bursts; under the 3 s after which the server gives up on the part (503).
+    expect(waited).toBeLessThan(2500);
   });
 
   it("the hinted part is awaited, then served as fMP4; parts, segments and init are immutable", async () => {

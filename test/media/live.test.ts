@@ -29,9 +29,9 @@ describe("RTMP ingest", () => {
     const push = pushTestStream(`${rtmp}/abcd-efgh-ijkl-mnop`, { seconds: 10 });
     const end = await push.exited;
     expect(end.code).not.toBe(0);
-    expect(end.afterMs).toBeLessThan(2000);
+    expect(end.afterMs).toBeLessThan(5000);
     const wrongApp = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/other/abcd`, { seconds: 10 });
-    expect((await wrongApp.exited).afterMs).toBeLessThan(2000);
+    expect((await wrongApp.exited).afterMs).toBeLessThan(5000);
     expect((await api("GET", "/session")).body).toEqual([]);
     expect(t.server.processes.size).toBe(0);
   });
@@ -120,7 +120,8 @@ describe("RTMP ingest", () => {
     expect((await api("DELETE", `/stream/${s.id}/terminate`)).status).toBe(204);
     expect((await push.exited).code).not.toBe(0);
     await waitFor("isActive false", async () => !(await getStream(s.id)).isActive, 3000);
-    const again = pushTestStream(`${rtmp}/${s.streamKey}`, { seconds: 2 });
+    // Long enough to go live on a busy machine: a push that ends before its first segment never does.
+    const again = pushTestStream(`${rtmp}/${s.streamKey}`, { seconds: 6 });
     await waitFor("isActive again", async () => (await getStream(s.id)).isActive);
     expect((await again.exited).code).toBe(0);
     expect((await api("DELETE", `/stream/${s.id}/terminate`)).status).toBe(204);
@@ -128,7 +129,7 @@ describe("RTMP ingest", () => {
 
   it("passthrough keeps the source as it is", async () => {
     const s = (await api("POST", "/stream", { name: "passthrough" })).body;
-    const push = pushTestStream(`${rtmp}/${s.streamKey}`, { seconds: 4, size: "426x240" });
+    const push = pushTestStream(`${rtmp}/${s.streamKey}`, { seconds: 8, size: "426x240" });
     await waitFor("isActive", async () => (await getStream(s.id)).isActive);
     const text = await (await fetch(hls(s.playbackId))).text();
     const variants = text.split("\n").filter((l) => l.startsWith("#EXT-X-STREAM-INF:"));
@@ -155,7 +156,7 @@ describe("RTMP ingest", () => {
     await waitFor("isActive false", async () => !(await getStream(s.id)).isActive, 3000);
 
     const refused = pushTestStream(`${rtmp}/${s.streamKey}`, { seconds: 10 });
-    expect((await refused.exited).afterMs).toBeLessThan(2000);
+    expect((await refused.exited).afterMs).toBeLessThan(5000);
     expect((await api("GET", `/stream/${s.id}/sessions`)).body).toHaveLength(1);
 
     expect((await api("PATCH", `/stream/${s.id}`, { suspended: false })).status).toBe(204);

@@ -187,8 +187,9 @@ describe("multistream pushes", () => {
     const d = await startRtmpDestination(dir, "comes-up", port);
     destinations.push(d);
     const upAt = Date.now();
-    await waitForEvent(target.id, "multistream.connected", 1, 12_000);
-    expect(Date.now() - upAt).toBeLessThan(10_000);
+    // The retry (at most 8 s away), then a push ffmpeg's start and the event's delivery.
+    await waitForEvent(target.id, "multistream.connected", 1, 20_000);
+    expect(Date.now() - upAt).toBeLessThan(16_000);
     expect(eventNames(target.id)).toEqual(["multistream.error", "multistream.connected"]);
     await waitFor("media at the destination", () => d.received() > 20_000, 5000);
 
@@ -226,9 +227,10 @@ describe("multistream pushes", () => {
     });
     expect(patch.status).toBe(204);
     const tAdded = (await getStream(s.id)).multistream.targets[1] as { id: string };
-    await waitForEvent(tAdded.id, "multistream.connected", 1, 5000);
-    await waitFor("the added destination to receive media", () => added.received() > 1000, 5000 - (Date.now() - patchedAt));
-    expect(Date.now() - patchedAt).toBeLessThan(5000);
+    // A new push ffmpeg starts and probes its input: seconds on a busy machine, not a restart of the others.
+    await waitForEvent(tAdded.id, "multistream.connected", 1, 10_000);
+    await waitFor("the added destination to receive media", () => added.received() > 1000, 10_000 - (Date.now() - patchedAt));
+    expect(Date.now() - patchedAt).toBeLessThan(10_000);
     expect(pushPids(kept.key)).toEqual(keptPids);
 
     // Disabling the added target stops its push, and only that one.
