@@ -43,9 +43,15 @@ class SessionBuffer {
   constructor(readonly dir: string) {}
 }
 
-/** The observer that keeps each live session's clip window on disk. */
+/**
+ * The observer that keeps each live session's clip window on disk. Its file work runs on the
+ * thread pool, one segment after another per session: a busy disk must not hold the event loop
+ * that answers players' part requests at every segment boundary.
+ */
 export class LiveClipBuffer implements LiveSessionObserver {
   private readonly sessions = new Map<string, SessionBuffer>();
+  /** Per session: the file work of its segments so far, in order. */
+  private readonly work = new Map<string, Promise<void>>();
 
   constructor(
     /** `DATA_DIR/assets/live` */
@@ -72,10 +78,33 @@ export class LiveClipBuffer implements LiveSessionObserver {
       buf = new SessionBuffer(this.sessionDir(info.sessionId));
       this.sessions.set(info.sessionId, buf);
     }
+    const kept = buf;
+    this.enqueue(info.sessionId, () => this.keep(info, kept, segment));
+  }
+
+  sessionEnded(info: LiveSessionInfo): void {
+    const buf = this.sessions.get(info.sessionId);
+    this.sessions.delete(info.sessionId);
+    const dir = buf?.dir ?? this.sessionDir(info.sessionId);
+    this.enqueue(info.sessionId, () => fs.promises.rm(dir, { recursive: true, force: true }), true);
+  }
+
+  /** Resolves once every session's file work so far is done (tests, shutdown). */
+  async settled(): Promise<void> {
+    await Promise.all([...this.work.values()]);
+  }
+
+  private enqueue(sessionId: string, job: () => Promise<void>, last = false): void {
+    const next = (this.work.get(sessionId) ?? Promise.resolve()).then(job).catch(() => undefined);
+    this.work.set(sessionId, next);
+    if (last) void next.then(() => this.work.get(sessionId) === next && this.work.delete(sessionId));
+  }
+
+  private async keep(info: LiveSessionInfo, buf: SessionBuffer, segment: WrittenSegment): Promise<void> {
     try {
-      fs.mkdirSync(buf.dir, { recursive: true });
-      link(segment.map.file, path.join(buf.dir, segment.map.uri));
-      link(segment.file, path.join(buf.dir, segment.uri));
+      await fs.promises.mkdir(buf.dir, { recursive: true });
+      await link(segment.map.file, path.join(buf.dir, segment.map.uri));
+      await link(segment.file, path.join(buf.dir, segment.uri));
       const seam = buf.lastRun !== undefined && buf.lastRun !== segment.run;
       buf.lastRun = segment.run;
       const prev = buf.segments[buf.segments.length - 1];
@@ -84,47 +113,41 @@ export class LiveClipBuffer implements LiveSessionObserver {
         duration: segment.duration,
         map: segment.map.uri,
         discontinuity: seam,
-        programDateTime: dateOf(segment) ?? (prev && !seam ? prev.programDateTime + prev.duration * 1000 : Date.now() - segment.duration * 1000),
+        programDateTime: (await dateOf(segment)) ?? (prev && !seam ? prev.programDateTime + prev.duration * 1000 : Date.now() - segment.duration * 1000),
       });
       const { kept, dropped } = trimWindow(buf.segments, this.windowSeconds);
       buf.segments = kept;
       const maps = new Set(kept.map((s) => s.map));
       for (const d of dropped) {
-        fs.rmSync(path.join(buf.dir, d.uri), { force: true });
-        if (!maps.has(d.map)) fs.rmSync(path.join(buf.dir, d.map), { force: true });
+        await fs.promises.rm(path.join(buf.dir, d.uri), { force: true });
+        if (!maps.has(d.map)) await fs.promises.rm(path.join(buf.dir, d.map), { force: true });
       }
       const playlist = path.join(buf.dir, "index.m3u8");
-      fs.writeFileSync(`${playlist}.tmp`, renderBufferPlaylist(kept));
-      fs.renameSync(`${playlist}.tmp`, playlist);
+      await fs.promises.writeFile(`${playlist}.tmp`, renderBufferPlaylist(kept));
+      await fs.promises.rename(`${playlist}.tmp`, playlist);
     } catch (err) {
       // A full or failing disk costs clips of this segment, never the live stream.
       info.log.warn({ err, segment: segment.uri }, "could not keep a segment for clips");
     }
   }
-
-  sessionEnded(info: LiveSessionInfo): void {
-    const buf = this.sessions.get(info.sessionId);
-    this.sessions.delete(info.sessionId);
-    fs.rmSync(buf?.dir ?? this.sessionDir(info.sessionId), { recursive: true, force: true });
-  }
 }
 
 /** The segment's EXT-X-PROGRAM-DATE-TIME in the live playlist beside it (written before observers hear of it). */
-function dateOf(segment: WrittenSegment): number | undefined {
+async function dateOf(segment: WrittenSegment): Promise<number | undefined> {
   try {
-    const listed = parseTimedPlaylist(fs.readFileSync(path.join(path.dirname(segment.file), "index.m3u8"), "utf8"));
+    const listed = parseTimedPlaylist(await fs.promises.readFile(path.join(path.dirname(segment.file), "index.m3u8"), "utf8"));
     return listed.find((s) => s.uri === segment.uri)?.programDateTime;
   } catch {
     return undefined;
   }
 }
 
-function link(from: string, to: string): void {
+async function link(from: string, to: string): Promise<void> {
   try {
-    fs.linkSync(from, to);
+    await fs.promises.link(from, to);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === "EEXIST") return;
     if ((err as NodeJS.ErrnoException).code === "ENOENT") throw err;
-    fs.copyFileSync(from, to);
+    await fs.promises.copyFile(from, to);
   }
 }
