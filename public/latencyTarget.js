@@ -35,6 +35,8 @@
   var CLOSE_STEP_S = 0.05;
   var CLOSE_EVERY_MS = 1000;
   var CALM_MS = 3000;
+  // Closing in needs a fresh sample: no append for this long is a part running late.
+  var FRESH_MS = 1000;
   var HOLD_MS = 8000;
   // What parts took of the target lately (target − headroom at each append): the target never
   // closes in below the most any took in the last USED_MS, plus USED_MARGIN_S. A busy machine's
@@ -75,7 +77,7 @@
       target: floor + START_EXTRA_S,
       /** The latency the network alone asks for (s): one part, two round trips, a margin. */
       need: function () {
-        return Math.max(floor, part + 2 * state.rtt() + NETWORK_MARGIN_S);
+        return Math.min(CEILING_S, Math.max(floor, part + 2 * state.rtt() + NETWORK_MARGIN_S));
       },
       /** Median time to first byte of the last media requests (s). */
       rtt: function () {
@@ -85,14 +87,14 @@
         if (!(seconds > 0) || seconds === part) return;
         part = seconds;
         floor = FLOOR_PARTS * part;
-        if (!started) state.target = state.need() + START_EXTRA_S;
+        if (!started) state.target = Math.min(CEILING_S, state.need() + START_EXTRA_S);
       },
       observeRtt: function (seconds) {
         if (!(seconds >= 0) || seconds > 10) return;
         rtts.push(seconds);
         if (rtts.length > RTT_SAMPLES) rtts.shift();
         // Before playback starts the start position still follows what the network costs.
-        if (!started) state.target = Math.max(state.target, state.need() + START_EXTRA_S);
+        if (!started) state.target = Math.min(CEILING_S, Math.max(state.target, state.need() + START_EXTRA_S));
       },
       /** Playback began: from now on the target moves only by headroom and stalls. */
       playing: function (at) {
@@ -101,12 +103,15 @@
         lastClose = at;
         holdUntil = at + CALM_MS;
       },
-      observeHeadroom: function (seconds, at) {
+      /**
+       * `seconds` of buffer left just before an append, playing `latency` s behind the live edge
+       * (the target when not given): the part took the rest of that latency to arrive.
+       */
+      observeHeadroom: function (seconds, at, latency) {
         if (!started) return;
         headrooms.push([at, seconds]);
-        while (headrooms.length && headrooms[0][0] < at - CALM_MS) headrooms.shift();
-        used.push([at, state.target - seconds]);
-        while (used.length && used[0][0] < at - USED_MS) used.shift();
+        used.push([at, (latency > 0 ? latency : state.target) - seconds]);
+        forget(at);
         if (seconds < DANGER_S) raise(DANGER_RAISE_S, at);
       },
       stalled: function (at) {
@@ -120,7 +125,9 @@
         if (state.target < need) state.target = need;
         if (!started || at < holdUntil || at - lastClose < CLOSE_EVERY_MS) return state.target;
         lastClose = at;
+        forget(at);
         if (!headrooms.length || headrooms[0][0] > at - CALM_MS + CLOSE_EVERY_MS) return state.target;
+        if (headrooms[headrooms.length - 1][0] < at - FRESH_MS) return state.target;
         var lowest = Infinity;
         for (var i = 0; i < headrooms.length; i++) lowest = Math.min(lowest, headrooms[i][1]);
         var most = 0;
@@ -130,6 +137,11 @@
         return state.target;
       },
     };
+
+    function forget(at) {
+      while (headrooms.length && headrooms[0][0] < at - CALM_MS) headrooms.shift();
+      while (used.length && used[0][0] < at - USED_MS) used.shift();
+    }
 
     function raise(by, at) {
       if (at - raisedAt < RAISE_EVERY_MS) {
@@ -148,12 +160,12 @@
     return state;
   }
 
-  // Playback rate toward the target: faster the further behind (1.05x at 0.05 s, 1.5x from 0.7 s:
+  // Playback rate toward the target: faster the further behind (1.05x past 0.05 s, 1.5x from 0.7 s:
   // a stall's second and a half is made up in about 6 s), a little slower when ahead of a target
   // that just moved back (0.9x at most: pitch is kept, the slowdown is hard to hear), normal once
   // there. The dead band is narrow: the target closes in by 0.05 s steps, and a wider band would
   // leave the playhead where it was. hls.js's own catch-up does not engage below 1 s of buffer,
-  // where LL-HLS plays.
+  // where LL-HLS plays. No speeding up with less than MIN_ROOM_S buffered: that runs into a stall.
   var OFF_TARGET_S = 0.05;
   var ON_TARGET_S = 0.02;
   var MIN_FAST = 1.05;
@@ -161,10 +173,14 @@
   var MIN_SLOW = 0.9;
   var MAX_SLOW = 0.95;
   var RATE_PER_S = 0.7;
+  var MIN_ROOM_S = 0.15;
 
-  /** The rate to play at, `behind` s behind the target (negative: ahead), playing at `rate` now. */
-  function playbackRate(behind, rate) {
-    if (behind > OFF_TARGET_S || (rate > 1 && behind >= ON_TARGET_S)) return Math.min(MAX_FAST, Math.max(MIN_FAST, 1 + behind * RATE_PER_S));
+  /**
+   * The rate to play at, `behind` s behind the target (negative: ahead), playing at `rate` now
+   * with `room` s buffered.
+   */
+  function playbackRate(behind, rate, room) {
+    if ((behind > OFF_TARGET_S || (rate > 1 && behind >= ON_TARGET_S)) && room >= MIN_ROOM_S) return Math.min(MAX_FAST, Math.max(MIN_FAST, 1 + behind * RATE_PER_S));
     if (behind < -OFF_TARGET_S || (rate < 1 && behind <= -ON_TARGET_S)) return Math.max(MIN_SLOW, Math.min(MAX_SLOW, 1 + behind * RATE_PER_S));
     return 1;
   }

@@ -3,7 +3,7 @@
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { create, playbackRate } = require("../../public/latencyTarget.js") as {
   create(partTarget: number, now: number): Target;
-  playbackRate(behind: number, rate: number): number;
+  playbackRate(behind: number, rate: number, room: number): number;
 };
 
 interface Target {
@@ -13,7 +13,7 @@ interface Target {
   setPartTarget(seconds: number): void;
   observeRtt(seconds: number): void;
   playing(at: number): void;
-  observeHeadroom(seconds: number, at: number): void;
+  observeHeadroom(seconds: number, at: number, latency?: number): void;
   stalled(at: number): void;
   tick(at: number): number;
 }
@@ -121,11 +121,37 @@ describe("live latency target", () => {
     expect(close(t.target, 0.65)).toBe(true);
   });
 
-  it("never moves past the ceiling", () => {
+  it("does not close in on old samples while no part arrives (a late part, a pause)", () => {
+    const t = create(0.2, 0);
+    t.playing(0);
+    play(t, 0, 4, 0.2);
+    for (let at = 4000; at < 5000; at += 100) t.tick(at);
+    const before = t.target;
+    for (let at = 5000; at < 10_000; at += 100) t.tick(at);
+    expect(t.target).toBe(before);
+  });
+
+  it("counts what a part took against the latency played at, when the player knows it", () => {
+    const t = create(0.2, 0);
+    t.playing(0);
+    // At the target (0.8) by its own account, but really 1.2 behind with 0.3 buffered: 0.9 used.
+    for (let at = 0; at < 20_000; at += 200) {
+      t.observeHeadroom(0.3, at, 1.2);
+      t.tick(at);
+    }
+    expect(t.target).toBeCloseTo(0.8, 5);
+  });
+
+  it("never moves past the ceiling, whatever the round trip", () => {
+    const far = create(0.2, 0);
+    for (let i = 0; i < 20; i++) far.observeRtt(9);
+    expect(far.need()).toBe(4);
+    expect(far.target).toBe(4);
     const t = create(0.2, 0);
     t.playing(0);
     for (let i = 0; i < 50; i++) t.stalled(i * 3000);
     expect(t.target).toBe(4);
+    expect(far.tick(0)).toBe(4);
   });
 
   it("never holds less than one part and two round trips, however calm the buffer", () => {
@@ -152,7 +178,9 @@ describe("playback rate toward the target", () => {
     [-1, 1, 0.9],
     [-0.03, 0.93, 0.95], // slowing down goes on until 0.02 s ahead
     [-0.01, 0.93, 1],
-  ])("%p s behind at %px → %px", (behind, rate, expected) => {
-    expect(playbackRate(behind, rate)).toBeCloseTo(expected, 3);
+    [0.3, 1, 1, 0.1], // too little buffered to speed up: into a stall
+    [0.3, 1.2, 1, 0.1],
+  ])("%p s behind at %px → %px (buffered: %p s)", (behind, rate, expected, room = 1) => {
+    expect(playbackRate(behind, rate, room)).toBeCloseTo(expected, 3);
   });
 });
