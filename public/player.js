@@ -110,12 +110,17 @@
     return b.length ? b.end(b.length - 1) - Math.max(video.currentTime, b.start(b.length - 1)) : 0;
   }
 
+  // hls.js's target follows ours (its setter also clears its own stall count: set only on change).
+  function applyTarget(target) {
+    if (hls.targetLatency !== null && Math.abs(hls.targetLatency - target) > 0.005) hls.targetLatency = target;
+  }
+
   function steer() {
     if (!hls || !latency) return;
     var target = latency.tick(Date.now());
     stats.targetLatency = target;
     stats.rtt = latency.rtt();
-    if (hls.targetLatency !== null && Math.abs(hls.targetLatency - target) > 0.005) hls.targetLatency = target;
+    applyTarget(target);
     var details = hls.latestLevelDetails;
     // An ended stream's playlist no longer moves, nor does hls.latency: play out at normal speed.
     if (!details || !details.live) {
@@ -140,22 +145,27 @@
   // machine). This stream controller moves such an end onto the boundary it falls short of.
   function boundaryStreamController(Base) {
     var SHORT_S = 1e-4;
+    // The start of a part or segment that `end` falls just short of, if any.
+    function boundaryAfter(end, details) {
+      var lists = [details.partList || [], details.fragments, details.fragmentHint ? [details.fragmentHint] : []];
+      for (var l = 0; l < lists.length; l++) {
+        for (var i = 0; i < lists[l].length; i++) {
+          var start = lists[l][i].start;
+          if (start > end && start - end < SHORT_S) return start;
+        }
+      }
+      return undefined;
+    }
+    // Asked at every tick of hls.js's loader: walks the listed parts, builds nothing.
     return class extends Base {
       getMainFwdBufferInfo() {
         var info = super.getMainFwdBufferInfo();
         try {
           var details = info && info.len > 0 && this.getLevelDetails();
-          if (!details) return info;
-          var starts = (details.partList || []).map(function (p) { return p.start; })
-            .concat(details.fragments.map(function (f) { return f.start; }));
-          if (details.fragmentHint) starts.push(details.fragmentHint.start);
-          for (var i = 0; i < starts.length; i++) {
-            var short = starts[i] - info.end;
-            if (short > 0 && short < SHORT_S) {
-              info.len += short;
-              info.end = starts[i];
-              break;
-            }
+          var boundary = details ? boundaryAfter(info.end, details) : undefined;
+          if (boundary !== undefined) {
+            info.len += boundary - info.end;
+            info.end = boundary;
           }
         } catch (err) {
           // hls.js's internals moved: its own answer, unchanged.
@@ -221,7 +231,7 @@
         hls.on(window.Hls.Events.LEVEL_UPDATED, function (_event, data) {
           if (data.details.partTarget) latency.setPartTarget(data.details.partTarget);
           // Before the first fragment is asked for: the start position follows the target.
-          if (hls.targetLatency !== null && Math.abs(hls.targetLatency - latency.target) > 0.005) hls.targetLatency = latency.target;
+          applyTarget(latency.target);
         });
         hls.on(window.Hls.Events.FRAG_LOADED, function (_event, data) {
           latency.observeRtt(firstByte(data.part ? data.part.stats : data.frag.stats));

@@ -89,11 +89,6 @@ export class LiveClipBuffer implements LiveSessionObserver {
     this.enqueue(info.sessionId, () => fs.promises.rm(dir, { recursive: true, force: true }), true);
   }
 
-  /** Resolves once every session's file work so far is done (tests, shutdown). */
-  async settled(): Promise<void> {
-    await Promise.all([...this.work.values()]);
-  }
-
   private enqueue(sessionId: string, job: () => Promise<void>, last = false): void {
     const next = (this.work.get(sessionId) ?? Promise.resolve()).then(job).catch(() => undefined);
     this.work.set(sessionId, next);
