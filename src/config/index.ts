@@ -20,31 +20,54 @@ type Env = Parsed<Settings>;
 
 const schema = schemaOf(SETTINGS);
 
-/** The rules between settings: one problem each that is broken. */
-function crossSettingProblems(e: Env, env: NodeJS.ProcessEnv): string[] {
-  const problems: string[] = [];
-  if (e.NODE_LEASE_SECONDS < 2 * e.NODE_HEARTBEAT_SECONDS) {
-    problems.push(`NODE_LEASE_SECONDS (${e.NODE_LEASE_SECONDS}) must be at least twice NODE_HEARTBEAT_SECONDS (${e.NODE_HEARTBEAT_SECONDS}): one late heartbeat must not cost a node its streams`);
-  }
-  if (e.ONAIR_ROLES.length < ROLES.length && e.DATABASE_URL === undefined) {
-    problems.push(`ONAIR_ROLES=${e.ONAIR_ROLES.join(",")} needs DATABASE_URL: the other roles run in other processes, which share state only through PostgreSQL`);
-  }
-  if ((e.S3_ENDPOINT === undefined) !== (e.S3_BUCKET === undefined)) {
-    problems.push("S3_ENDPOINT and S3_BUCKET go together: set both for recordings in object storage, or neither for the local disk");
-  }
-  if (e.WEBHOOK_CONCURRENCY === 0 && e.REDIS_URL === undefined) {
-    problems.push("WEBHOOK_CONCURRENCY=0 needs REDIS_URL: with the embedded queue, nothing else would deliver webhooks");
-  }
-  if (env.WEBHOOK_BLOCK_PRIVATE !== undefined && env.WEBHOOK_BLOCK_PRIVATE !== "" && !e.WEBHOOK_BLOCK_PRIVATE) {
-    problems.push(
-      "WEBHOOK_BLOCK_PRIVATE is no longer read: private and loopback destinations are refused by default now; to allow them set ALLOW_PRIVATE_DESTINATIONS=true, or list the hosts in DESTINATION_ALLOW_HOSTS (and remove WEBHOOK_BLOCK_PRIVATE)",
-    );
-  }
-  if ((e.TLS_CERT === undefined) !== (e.TLS_KEY === undefined)) {
-    problems.push("TLS_CERT and TLS_KEY go together: set both (PEM files) for HTTP/2 over TLS, or neither for plain HTTP");
-  }
-  return problems;
+/** A rule between settings: its line in the settings reference, and the problem when it is broken. */
+export interface Rule {
+  doc: string;
+  problem(e: Env, env: NodeJS.ProcessEnv): string | undefined;
 }
+
+export const RULES: Rule[] = [
+  {
+    doc: "`NODE_LEASE_SECONDS` is at least twice `NODE_HEARTBEAT_SECONDS`: one late heartbeat must not cost a node its streams.",
+    problem: (e) =>
+      e.NODE_LEASE_SECONDS < 2 * e.NODE_HEARTBEAT_SECONDS
+        ? `NODE_LEASE_SECONDS (${e.NODE_LEASE_SECONDS}) must be at least twice NODE_HEARTBEAT_SECONDS (${e.NODE_HEARTBEAT_SECONDS}): one late heartbeat must not cost a node its streams`
+        : undefined,
+  },
+  {
+    doc: "`ONAIR_ROLES` with fewer than all three roles needs `DATABASE_URL`: the other roles run in other processes, which share state only through PostgreSQL.",
+    problem: (e) =>
+      e.ONAIR_ROLES.length < ROLES.length && e.DATABASE_URL === undefined
+        ? `ONAIR_ROLES=${e.ONAIR_ROLES.join(",")} needs DATABASE_URL: the other roles run in other processes, which share state only through PostgreSQL`
+        : undefined,
+  },
+  {
+    doc: "`S3_ENDPOINT` and `S3_BUCKET`: both (recordings in object storage) or neither (the local disk).",
+    problem: (e) =>
+      (e.S3_ENDPOINT === undefined) !== (e.S3_BUCKET === undefined)
+        ? "S3_ENDPOINT and S3_BUCKET go together: set both for recordings in object storage, or neither for the local disk"
+        : undefined,
+  },
+  {
+    doc: "`WEBHOOK_CONCURRENCY=0` needs `REDIS_URL`: with the embedded queue, nothing else would deliver webhooks.",
+    problem: (e) =>
+      e.WEBHOOK_CONCURRENCY === 0 && e.REDIS_URL === undefined ? "WEBHOOK_CONCURRENCY=0 needs REDIS_URL: with the embedded queue, nothing else would deliver webhooks" : undefined,
+  },
+  {
+    doc: "`WEBHOOK_BLOCK_PRIVATE=false` stops the start: private destinations now need `ALLOW_PRIVATE_DESTINATIONS=true` or `DESTINATION_ALLOW_HOSTS`.",
+    problem: (e, env) =>
+      env.WEBHOOK_BLOCK_PRIVATE !== undefined && env.WEBHOOK_BLOCK_PRIVATE !== "" && !e.WEBHOOK_BLOCK_PRIVATE
+        ? "WEBHOOK_BLOCK_PRIVATE is no longer read: private and loopback destinations are refused by default now; to allow them set ALLOW_PRIVATE_DESTINATIONS=true, or list the hosts in DESTINATION_ALLOW_HOSTS (and remove WEBHOOK_BLOCK_PRIVATE)"
+        : undefined,
+  },
+  {
+    doc: "`TLS_CERT` and `TLS_KEY`: both (readable PEM files, HTTP/2 over TLS) or neither (plain HTTP).",
+    problem: (e) =>
+      (e.TLS_CERT === undefined) !== (e.TLS_KEY === undefined)
+        ? "TLS_CERT and TLS_KEY go together: set both (PEM files) for HTTP/2 over TLS, or neither for plain HTTP"
+        : undefined,
+  },
+];
 
 /** TLS_CERT and TLS_KEY read (both set), or a problem. */
 function readTls(e: Env, problems: string[]): { cert: Buffer; key: Buffer } | undefined {
@@ -107,7 +130,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const parsed = parseSettings(SETTINGS, env, schema);
   if (!parsed.ok) throw new ConfigError(parsed.problems);
   const e = parsed.parsed;
-  const problems = crossSettingProblems(e, env);
+  const problems = RULES.map((rule) => rule.problem(e, env)).filter((p) => p !== undefined);
   const tls = readTls(e, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return { ...place(SETTINGS, e), ...derived(e, env, tls) };
