@@ -1,5 +1,5 @@
 import path from "node:path";
-import { ConfigError, loadConfig, publicUrl, rtmpPublicUrl } from "../../src/config";
+import { ConfigError, loadConfig, publicUrl, rtmpPublicUrl } from "../../../src/config";
 
 describe("loadConfig", () => {
   it("applies DESIGN.md's defaults", () => {
