@@ -12,7 +12,7 @@ export const limits = area("limits", {
     min: 0,
     max: 100_000,
     unit: "requests per second; 0 disables",
-    doc: "API requests per second allowed to each API key (a token bucket; `0` turns the limit off). Beyond it: `429` with a `Retry-After` header. Requests without a valid key (`401`) count against no key.",
+    doc: 'API requests per second allowed to each API key (a token bucket; `0` turns the limit off). Beyond it: `429` with `{"errors":["rate limit exceeded: … retry after N s"]}` and a `Retry-After` header (whole seconds). Requests without a valid key (`401`) count against no key.',
   }).at("limits.apiRatePerSecond"),
   API_RATE_BURST: integer({
     default: 100,
@@ -49,7 +49,7 @@ export const limits = area("limits", {
     default: 20,
     min: 0,
     max: 100_000,
-    doc: "Webhooks one user may have; one more is a `400` naming the setting.",
+    doc: "Webhooks one user may have; one more is a `400` naming the setting (`at most 20 webhooks per user (MAX_WEBHOOKS_PER_USER); this user has 20: delete some first`).",
   }).at("limits.maxWebhooksPerUser"),
   MAX_TARGETS_PER_USER: integer({
     default: 100,
