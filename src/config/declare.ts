@@ -238,16 +238,21 @@ export type Placed<D extends Declarations> = Flat<
   >
 >;
 
-/** Every area's declarations as one; a variable or Config place declared twice is a programming error. */
+/**
+ * Every area's declarations as one. A variable declared twice or outside `area()`, or a Config
+ * place taken twice (or inside another setting's value) is a programming error.
+ */
 export function combine<const A extends Declarations[]>(...areas: A): UnionToIntersection<A[number]> {
   const all: Declarations = {};
-  const places = new Set<string>();
+  const places: string[] = [];
   for (const declarations of areas) {
     for (const [env, d] of Object.entries(declarations)) {
       if (env in all) throw new Error(`setting ${env} is declared twice`);
+      if (d.env !== env) throw new Error(`setting ${env} is not declared through area()`);
       if (d.to !== undefined) {
-        if (places.has(d.to)) throw new Error(`Config.${d.to} is the place of two settings`);
-        places.add(d.to);
+        const clash = places.find((p) => p === d.to || p.startsWith(d.to + ".") || d.to!.startsWith(p + "."));
+        if (clash !== undefined) throw new Error(clash === d.to ? `Config.${d.to} is the place of two settings` : `Config.${d.to} and Config.${clash} overlap`);
+        places.push(d.to);
       }
       all[env] = d;
     }

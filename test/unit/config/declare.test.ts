@@ -154,10 +154,12 @@ describe("the settings engine", () => {
     expect(integer({ default: 0, min: 0, max: 9, shown: "50 × cores", doc: "d" }).default).toBe("50 × cores");
   });
 
-  it("refuses a variable declared twice, or two settings at one place", () => {
+  it("refuses a variable declared twice or outside an area, and places that clash", () => {
     const a = area("http", { X: port({ default: 1, doc: "d" }).at("x") });
     expect(() => combine(a, area("media", { X: port({ default: 2, doc: "d" }).at("y") }))).toThrow("setting X is declared twice");
     expect(() => combine(a, area("media", { Y: port({ default: 2, doc: "d" }).at("x") }))).toThrow("Config.x is the place of two settings");
+    expect(() => combine(a, area("media", { Z: port({ default: 2, doc: "d" }).at("x.y") }))).toThrow("Config.x.y and Config.x overlap");
+    expect(() => combine({ W: port({ default: 2, doc: "d" }).at("w") })).toThrow("setting W is not declared through area()");
   });
 
   it("gives an area's defaults (DEFAULT_LIMITS)", () => {
