@@ -1,5 +1,5 @@
 import path from "node:path";
-import { ConfigError, loadConfig, publicUrl, rtmpPublicUrl } from "../../../src/config";
+import { ConfigError, DEFAULT_LIMITS, loadConfig, publicUrl, rtmpPublicUrl } from "../../../src/config";
 
 describe("loadConfig", () => {
   it("applies DESIGN.md's defaults", () => {
@@ -47,6 +47,55 @@ describe("loadConfig", () => {
       throw new Error("expected a ConfigError");
     } catch (err) {
       expect((err as ConfigError).problems).toHaveLength(2);
+    }
+  });
+
+  it("keeps the shape of Config that the rest of onair reads", () => {
+    const c = loadConfig({ SRT_PORTS: "9000-9010", S3_ENDPOINT: "http://s3.local", S3_BUCKET: "rec" });
+    expect(Object.keys(c).sort()).toEqual(
+      [
+        "port", "adminPort", "adminHost", "metricsToken", "rtmpPort", "host", "dataDir", "publicUrlSetting", "rtmpPublicUrlSetting",
+        "redisUrl", "ffmpegPath", "logLevel", "dbPath", "databaseUrl", "roles", "nodeId", "internalUrlSetting", "heartbeatMs",
+        "leaseMs", "controlPollMs", "s3", "hlsSegmentSeconds", "hlsLowLatency", "tls", "hlsListSize", "maxClipSeconds",
+        "clipWindowSeconds", "redisPrefix", "webhooks", "outbound", "limits", "recordingsRetentionDays", "webhookLogRetentionDays",
+        "storageMinFreeBytes", "finalizeStallMs", "reconnectWindowSeconds", "publishMediaTimeoutMs", "transcodeBudget", "webrtc",
+        "srt", "viewerWindowMs", "playbackTokenSeconds",
+      ].sort(),
+    );
+    expect(Object.keys(c.webhooks).sort()).toEqual(["concurrency", "retryFirstMs", "retryWindowMs", "timeoutMs"]);
+    expect(Object.keys(c.outbound).sort()).toEqual(["allowHosts", "allowPrivate"]);
+    expect(Object.keys(c.webrtc).sort()).toEqual(["bindAddress", "iceCredential", "iceServers", "iceUsername", "mediaTimeoutMs", "publicIp", "udpPorts"]);
+    expect(Object.keys(c.srt!).sort()).toEqual(["latencyMs", "ports", "publicHost"]);
+    expect(Object.keys(c.s3!).sort()).toEqual(["accessKeyId", "bucket", "endpoint", "forcePathStyle", "region", "secretAccessKey"]);
+    expect(c.limits).toEqual(DEFAULT_LIMITS);
+    expect(Object.keys(c.limits).sort()).toEqual(
+      [
+        "apiRatePerSecond", "apiRateBurst", "maxProfilesPerStream", "maxTargetsPerStream", "maxLiveStreamsPerUser", "maxStreamsPerUser",
+        "maxWebhooksPerUser", "maxTargetsPerUser", "maxSigningKeysPerUser", "maxRenditionWidth", "maxRenditionHeight", "maxRenditionFps",
+      ].sort(),
+    );
+  });
+
+  it("converts seconds and MiB where Config holds ms and bytes, and derives what several settings make", () => {
+    const c = loadConfig({ NODE_HEARTBEAT_SECONDS: "2", STORAGE_MIN_FREE_MB: "3", PORT: "9000", HLS_LOW_LATENCY: "false", TRANSCODE_BUDGET: "0" });
+    expect(c).toMatchObject({ heartbeatMs: 2000, leaseMs: 15_000, storageMinFreeBytes: 3 * 1024 * 1024, adminPort: 9010, hlsSegmentSeconds: 2, transcodeBudget: undefined, srt: undefined, s3: undefined, tls: undefined });
+    expect(loadConfig({ PORT: "0" }).adminPort).toBe(0);
+    expect(loadConfig({ NODE_ID: "edge-1" }).nodeId).toBe("edge-1");
+    expect(loadConfig({}).nodeId).toMatch(/^[A-Za-z0-9_.-]+-[0-9a-f]{6}$/);
+  });
+
+  it("checks the rules between settings only once every setting parses, and lists each broken one", () => {
+    expect(() => loadConfig({ NODE_LEASE_SECONDS: "x", WEBHOOK_CONCURRENCY: "0" })).toThrow(/NODE_LEASE_SECONDS must be an integer/);
+    try {
+      loadConfig({ NODE_LEASE_SECONDS: "3", WEBHOOK_CONCURRENCY: "0", S3_BUCKET: "rec", TLS_KEY: "/k.pem" });
+      throw new Error("expected a ConfigError");
+    } catch (err) {
+      expect((err as ConfigError).problems).toEqual([
+        expect.stringMatching(/^NODE_LEASE_SECONDS \(3\) must be at least twice NODE_HEARTBEAT_SECONDS \(5\)/),
+        expect.stringMatching(/^S3_ENDPOINT and S3_BUCKET go together/),
+        expect.stringMatching(/^WEBHOOK_CONCURRENCY=0 needs REDIS_URL/),
+        expect.stringMatching(/^TLS_CERT and TLS_KEY go together/),
+      ]);
     }
   });
 });
