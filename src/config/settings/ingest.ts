@@ -1,0 +1,83 @@
+import net from "node:net";
+import { MAX_RECONNECT_WINDOW_SECONDS } from "../../shapes";
+import { area, custom, integer, list, matching, port, portRange, Problem, text, url } from "../declare";
+
+const ipAddress = (doc: string, shown: string) =>
+  custom<string | undefined>({
+    default: "unset",
+    shown,
+    allowed: "an IP address",
+    fallback: () => undefined,
+    doc,
+    parse: (t, env) => (net.isIP(t) !== 0 ? t : new Problem(`${env} must be an IP address, got "${t}"`)),
+  });
+
+export const ingest = area("ingest", {
+  RTMP_PORT: port({ default: 1935, doc: "RTMP ingest port." }).at("rtmpPort"),
+  RTMP_PUBLIC_URL: url({
+    protocols: ["rtmp:", "rtmps:"],
+    shown: "`rtmp://localhost:$RTMP_PORT/live`",
+    doc: "Ingest base shown to broadcasters.",
+  }).at("rtmpPublicUrlSetting"),
+  // A publisher that drops (a Wi-Fi blip; OBS retries every few seconds) continues its session
+  // if it is back within this window; 0 ends the session as soon as it leaves.
+  RECONNECT_WINDOW_SECONDS: integer({
+    default: 30,
+    min: 0,
+    max: MAX_RECONNECT_WINDOW_SECONDS,
+    unit: "seconds",
+    doc: "How long a session waits for its publisher to come back (`0` ends it when the publisher leaves). A stream's own `reconnectWindow` wins.",
+  }).at("reconnectWindowSeconds"),
+  // A publisher that sends no media for this long (asleep, uplink gone, half-open socket) is
+  // disconnected, and its stream's reconnect window starts.
+  PUBLISH_MEDIA_TIMEOUT_SECONDS: integer({
+    default: 10,
+    min: 1,
+    max: 300,
+    unit: "seconds",
+    doc: "A publisher that sends no media for this long is disconnected, and the reconnect window starts.",
+  }).at("publishMediaTimeoutMs", (s) => s * 1000),
+  // WebRTC (WHIP) ingest: the UDP ports its peers gather on (unset: any), the address they bind
+  // (unset: every interface), the public address announced behind a 1:1 NAT, and the ICE
+  // servers told to clients (OPTIONS and 201 Link headers).
+  WEBRTC_UDP_PORTS: portRange({ shown: "any", doc: "UDP ports the WHIP peers' ICE gathers on; open them in the firewall." }).at("webrtc.udpPorts"),
+  WEBRTC_BIND_ADDRESS: ipAddress("The address WHIP peers bind (tests use `127.0.0.1`).", "every interface").at("webrtc.bindAddress"),
+  WEBRTC_PUBLIC_IP: ipAddress("Behind a 1:1 NAT: announced beside each host candidate, on the same port.", "unset").at("webrtc.publicIp"),
+  WEBRTC_ICE_SERVERS: list({
+    what: "stun:, stuns:, turn: or turns: URLs separated by commas",
+    allowed: "`stun:`, `stuns:`, `turn:`, `turns:` URLs, comma-separated",
+    entry: (e) => (/^(stuns?|turns?):[^\s<>"@]+$/.test(e) ? e : undefined),
+    doc: "ICE servers told to WHIP clients in `Link` headers; `WEBRTC_ICE_USERNAME` and `WEBRTC_ICE_CREDENTIAL` go with the `turn:` ones.",
+  }).at("webrtc.iceServers"),
+  WEBRTC_ICE_USERNAME: text({ doc: "The user name for the `turn:` servers of `WEBRTC_ICE_SERVERS`." }).at("webrtc.iceUsername"),
+  WEBRTC_ICE_CREDENTIAL: text({ doc: "The credential for the `turn:` servers of `WEBRTC_ICE_SERVERS`." }).at("webrtc.iceCredential"),
+  // A WebRTC publisher that sends no media for this long has gone (no DELETE came).
+  WEBRTC_MEDIA_TIMEOUT_SECONDS: integer({
+    default: 10,
+    min: 2,
+    max: 300,
+    unit: "seconds",
+    doc: "A WHIP publisher that sends nothing for this long has gone.",
+  }).at("webrtc.mediaTimeoutMs", (s) => s * 1000),
+  // SRT ingest, off unless set: each stream gets a listener on a port of this range (one
+  // ffmpeg each, about 45 MB: the range is also the cap), callers authenticate with the
+  // stream's SRT passphrase.
+  SRT_PORTS: portRange({
+    shown: "unset (SRT off)",
+    doc: "UDP ports for streams' SRT listeners, one per stream; also the cap on listeners.",
+  }),
+  SRT_LATENCY_MS: integer({
+    default: 200,
+    min: 20,
+    max: 8000,
+    unit: "ms",
+    doc: "The SRT latency put in `srtUrl` and used by the listeners.",
+  }),
+  // The host put in streams' SRT URLs (unset: the host of RTMP_PUBLIC_URL, else of PUBLIC_URL).
+  SRT_PUBLIC_HOST: matching({
+    pattern: /^[A-Za-z0-9.:-]{1,253}$/,
+    what: "a host name or IP address",
+    shown: "host of `RTMP_PUBLIC_URL`, else `PUBLIC_URL`",
+    doc: "The host in `srtUrl`.",
+  }),
+});
