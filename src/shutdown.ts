@@ -7,7 +7,10 @@ import type { Logger } from "./log";
 /**
  * The phases, in the order they run. The order between components is said here and only here:
  * within a phase, the stops run side by side, so a component that must stop after another
- * belongs to a later phase.
+ * belongs to a later phase. Each bound is above the graces its components give themselves
+ * (a pipeline's 2 s, HTTP's and webhook deliveries' 3 s): it is reached only by a stop that
+ * hangs. The whole stop stays under SHUTDOWN_DEADLINE_MS (src/lifecycle.ts) unless several
+ * phases hang at once; then that deadline ends the process, as before.
  */
 export const SHUTDOWN_PHASES = [
   // Queue workers take no further job (a running finalize or clip is stopped, its job released
