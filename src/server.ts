@@ -91,7 +91,7 @@ async function start(config: Config, log: Logger, shutdown: Shutdown): Promise<R
   // A node without the api role serves HLS only: other nodes pass their viewers' requests to it.
   const app = c.has("api")
     ? createApp({ store, log, publicUrl: links, signRecording, live: live.sessions, limits: config.limits, outbound: events.outbound, rateLimiter, srt, viewerCountsFreshMs: freshViewerRowsMs(config.heartbeatMs), clips: clips.clips }, pages, metrics)
-    : hlsOnly;
+    : hlsOnly();
   const port = await w.listenPublic(c, app);
   publicUrl = resolvedPublicUrl(config, port);
   node.internalUrl = config.internalUrlSetting ?? w.internalUrl(config, port);

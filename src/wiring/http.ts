@@ -19,7 +19,7 @@ export interface PublicPages {
   /** Everything the public port serves besides the API. */
   pages: express.Router[];
   /** What a node without the api role serves: other nodes pass their viewers' requests to it. */
-  hlsOnly: express.Express;
+  hlsOnly(): express.Express;
 }
 
 /** The public port's pages: HLS, recordings, assets, the operator's routes behind their gate, the player, the dashboard, WHIP. */
@@ -52,7 +52,7 @@ export function publicPages(
     broadcastRouter(),
     whipRoutes,
   ];
-  return { pages, hlsOnly: express().disable("x-powered-by").use(playback.hls, whipRoutes, livenessRouter()) };
+  return { pages, hlsOnly: () => express().disable("x-powered-by").use(playback.hls, whipRoutes, livenessRouter()) };
 }
 
 /** The public listener (PORT, with TLS when set); resolves with the port bound. */
