@@ -81,7 +81,7 @@ async function startOnair(dataDir: string, env: Record<string, string> = {}): Pr
     throw new Error(`no first user was created in ${dataDir}; the data directory was not empty`);
   }
   const streamId = await createStream(baseUrl, apiKey);
-  return { baseUrl, apiKey, streamId, stop: () => server.stop() };
+  return { baseUrl, apiKey, streamId, stop: async () => void (await server.stop()) };
 }
 
 async function createStream(baseUrl: string, apiKey: string): Promise<string> {

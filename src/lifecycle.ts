@@ -25,7 +25,8 @@ export function configOrExit(program: string, check: (config: Config) => string[
 
 export interface Lifecycle<T> {
   start(): Promise<T>;
-  stop(running: T): Promise<void>;
+  /** `clean: false` (a part failed or overran its bound, already logged) makes the exit code 1. */
+  stop(running: T): Promise<void | { clean: boolean }>;
   /**
    * Last measures before exiting 1 (e.g. kill the children): the stop took longer than
    * SHUTDOWN_DEADLINE_MS, or an error escaped every handler.
@@ -37,7 +38,8 @@ export interface Lifecycle<T> {
 
 /**
  * Starts, then stops on the first SIGINT or SIGTERM (one that comes while starting is honoured
- * once started) and exits: 0 when the stop went well, 1 when it failed or overran its deadline.
+ * once started) and exits: 0 when the stop went well, 1 when it failed, said it was not clean,
+ * or overran its deadline.
  * Resolves with what was started, or undefined when a signal came first.
  */
 export async function runUntilSignal<T>(log: Logger, l: Lifecycle<T>): Promise<T | undefined> {
@@ -51,7 +53,11 @@ export async function runUntilSignal<T>(log: Logger, l: Lifecycle<T>): Promise<T
       process.exit(1);
     }, SHUTDOWN_DEADLINE_MS).unref();
     l.stop(what).then(
-      () => {
+      (result) => {
+        if (result && !result.clean) {
+          log.error("stopped, but not cleanly: exiting 1");
+          process.exit(1);
+        }
         log.info("stopped");
         process.exit(0);
       },

@@ -8,6 +8,7 @@ import { startEvents } from "./events";
 import { configOrExit, runMain, runUntilSignal } from "./lifecycle";
 import { databaseLocation } from "./config";
 import { createLogger } from "./log";
+import { Shutdown } from "./shutdown";
 
 runMain("onair worker", async () => {
   const config = configOrExit("onair worker", (c) => [
@@ -16,18 +17,21 @@ runMain("onair worker", async () => {
   ]);
   const log = createLogger(config.logLevel);
   const started = await runUntilSignal(log, {
+    // The server's shutdown, with the worker's two parts: a start that fails half-way stops what it started.
     start: async () => {
-      const store = await openStore(databaseLocation(config), { checkpointInBackground: (p) => logCheckpoints(log, p) });
-      const events = await startEvents(config, store, log).catch(async (err: unknown) => {
-        await store.close();
+      const shutdown = new Shutdown(log);
+      try {
+        const store = await openStore(databaseLocation(config), { checkpointInBackground: (p) => logCheckpoints(log, p) });
+        shutdown.register("stores", "database", () => store.close());
+        const events = await startEvents(config, store, log);
+        shutdown.register("drain", "webhook deliveries", () => events.stop());
+        return shutdown;
+      } catch (err) {
+        await shutdown.run();
         throw err;
-      });
-      return { store, events };
+      }
     },
-    stop: async ({ store, events }) => {
-      await events.stop();
-      await store.close();
-    },
+    stop: (shutdown) => shutdown.run(),
     stopping: "worker shutting down: finishing the deliveries in flight",
   });
   if (started) log.info({ dataDir: config.dataDir }, "onair worker is running");

@@ -84,7 +84,30 @@ export function createMetrics(sources: MetricSources): Metrics {
   // The series every exporter has: CPU, memory, event-loop lag, open file descriptors, GC.
   collectDefaultMetrics({ register: registry });
   const live = new Map<string, TrackedSession>();
+  liveSessionGauges(registry, live, sources, now);
+  serverGauges(registry, sources);
+  const c = counters(registry);
+  return {
+    registry,
+    async scrape() {
+      return { contentType: registry.contentType, body: await registry.metrics() };
+    },
+    httpRequest(method, route, status, seconds) {
+      c.httpRequests.inc({ method, route, status: String(status) });
+      c.httpDuration.observe({ method, route }, seconds);
+    },
+    webhookDelivery(outcome) {
+      c.webhookDeliveries.inc({ outcome });
+    },
+    readerCut: () => c.readersCut.inc(),
+    publisherStalled: () => c.publishersStalled.inc(),
+    recordingUpload: (ms) => c.recordingUploads.observe(ms / 1000),
+    liveSessionStarted: (ids) => trackSession(ids, live, sources, now, c),
+  };
+}
 
+/** The gauges of the live sessions themselves: how many play, their ingest bitrate, their transcode speed. */
+function liveSessionGauges(registry: Registry, live: ReadonlyMap<string, TrackedSession>, sources: MetricSources, now: () => number): void {
   new Gauge({
     name: "onair_live_sessions",
     help: "Live sessions whose HLS plays (the streams with isActive true).",
@@ -131,6 +154,10 @@ export function createMetrics(sources: MetricSources): Metrics {
       }
     },
   });
+}
+
+/** The gauges of the server as a whole, read from the rest of it at scrape time: stream health, viewers, ffmpeg processes, queue depths. */
+function serverGauges(registry: Registry, sources: MetricSources): void {
   new Gauge({
     name: "onair_streams_unhealthy",
     help: "Streams with an open session whose health lists at least one issue (isHealthy false).",
@@ -167,6 +194,28 @@ export function createMetrics(sources: MetricSources): Metrics {
       this.set(sources.ffmpegProcesses());
     },
   });
+  new Gauge({
+    name: "onair_queue_depth",
+    help: "Jobs waiting or running, by queue.",
+    labelNames: ["queue"],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      let depths: Record<string, number>;
+      try {
+        depths = await sources.queueDepths();
+      } catch {
+        return; // e.g. Redis away: the gauge is left out of this scrape, the others still answer
+      }
+      for (const [queue, n] of Object.entries(depths)) this.set({ queue }, n);
+    },
+  });
+}
+
+type Counters = ReturnType<typeof counters>;
+
+/** The counters and histograms the server's components feed as things happen. */
+function counters(registry: Registry) {
   const pipelineFailures = new Counter({
     name: "onair_pipeline_failures_total",
     help: "Live sessions ended because their ffmpeg pipeline failed after its restarts (the publisher is disconnected and may reconnect).",
@@ -184,22 +233,6 @@ export function createMetrics(sources: MetricSources): Metrics {
     registers: [registry],
   });
   for (const outcome of ["delivered", "retry", "failed", "cancelled"] satisfies WebhookOutcome[]) webhookDeliveries.inc({ outcome }, 0);
-  new Gauge({
-    name: "onair_queue_depth",
-    help: "Jobs waiting or running, by queue.",
-    labelNames: ["queue"],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      let depths: Record<string, number>;
-      try {
-        depths = await sources.queueDepths();
-      } catch {
-        return; // e.g. Redis away: the gauge is left out of this scrape, the others still answer
-      }
-      for (const [queue, n] of Object.entries(depths)) this.set({ queue }, n);
-    },
-  });
   const readersCut = new Counter({
     name: "onair_rtmp_readers_cut_total",
     help: "Local RTMP readers (live pipelines, multistream pushes) cut off for falling more than a few seconds behind their publisher.",
@@ -230,53 +263,46 @@ export function createMetrics(sources: MetricSources): Metrics {
     registers: [registry],
   });
 
+  return { pipelineFailures, pipelineRestarts, webhookDeliveries, readersCut, publishersStalled, recordingUploads, httpRequests, httpDuration };
+}
+
+/** One live session tracked from its publish to its end. */
+function trackSession(
+  { streamId, sessionId, publisher }: Parameters<Metrics["liveSessionStarted"]>[0],
+  live: Map<string, TrackedSession>,
+  sources: MetricSources,
+  now: () => number,
+  c: Counters,
+): LiveSessionMetrics {
+  const publisherId = publisher();
+  const s: TrackedSession = {
+    streamId,
+    sessionId,
+    publisher,
+    measured: publisherId,
+    playable: false,
+    ingest: new RateWindow(BITRATE_WINDOW_MS),
+    media: new RateWindow(SPEED_WINDOW_MS),
+    mediaSeconds: 0,
+  };
+  // The publisher's bytes are counted from the publish on.
+  s.ingest.add(now(), (publisherId !== undefined ? sources.publisherBytes(publisherId) : undefined) ?? 0);
+  live.set(sessionId, s);
   return {
-    registry,
-    async scrape() {
-      return { contentType: registry.contentType, body: await registry.metrics() };
+    playable: () => void (s.playable = true),
+    idle: () => {
+      s.playable = false;
+      // The next publisher's run is measured afresh.
+      s.media.reset();
     },
-    httpRequest(method, route, status, seconds) {
-      httpRequests.inc({ method, route, status: String(status) });
-      httpDuration.observe({ method, route }, seconds);
+    progress: (mediaSeconds) => {
+      s.mediaSeconds += mediaSeconds;
+      s.media.add(now(), s.mediaSeconds);
     },
-    webhookDelivery(outcome) {
-      webhookDeliveries.inc({ outcome });
-    },
-    readerCut: () => readersCut.inc(),
-    publisherStalled: () => publishersStalled.inc(),
-    recordingUpload: (ms) => recordingUploads.observe(ms / 1000),
-    liveSessionStarted({ streamId, sessionId, publisher }) {
-      const publisherId = publisher();
-      const s: TrackedSession = {
-        streamId,
-        sessionId,
-        publisher,
-        measured: publisherId,
-        playable: false,
-        ingest: new RateWindow(BITRATE_WINDOW_MS),
-        media: new RateWindow(SPEED_WINDOW_MS),
-        mediaSeconds: 0,
-      };
-      // The publisher's bytes are counted from the publish on.
-      s.ingest.add(now(), (publisherId !== undefined ? sources.publisherBytes(publisherId) : undefined) ?? 0);
-      live.set(sessionId, s);
-      return {
-        playable: () => void (s.playable = true),
-        idle: () => {
-          s.playable = false;
-          // The next publisher's run is measured afresh.
-          s.media.reset();
-        },
-        progress: (mediaSeconds) => {
-          s.mediaSeconds += mediaSeconds;
-          s.media.add(now(), s.mediaSeconds);
-        },
-        pipelineRestarted: () => pipelineRestarts.inc(),
-        ended: (reason) => {
-          if (!live.delete(sessionId)) return;
-          if (reason === "pipeline failed") pipelineFailures.inc();
-        },
-      };
+    pipelineRestarted: () => c.pipelineRestarts.inc(),
+    ended: (reason) => {
+      if (!live.delete(sessionId)) return;
+      if (reason === "pipeline failed") c.pipelineFailures.inc();
     },
   };
 }

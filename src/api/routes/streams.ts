@@ -62,8 +62,16 @@ function checkCaps(
 }
 
 export function streamRoutes(deps: ApiDeps): Route[] {
-  const { store } = deps;
   const limits = deps.limits ?? DEFAULT_LIMITS;
+  const access = streamAccess(deps);
+  return [startPullRoute(deps, access.ownedParent), createStreamRoute(deps, access, limits), ...readStreamRoutes(deps, access), ...changeStreamRoutes(deps, access, limits), ...endStreamRoutes(deps, access)];
+}
+
+type StreamAccess = ReturnType<typeof streamAccess>;
+
+/** How the routes find the caller's streams and show them. */
+function streamAccess(deps: ApiDeps) {
+  const { store } = deps;
   const present = async (s: StreamRecord) => {
     const json = presentStream(s, s.parentId ? [] : await store.streamTargets.listForStream(s.id), s.isActive ? deps.live.rates(s.id) : undefined, deps.live.health(s.id));
     // The API's view only (webhook payloads carry no ingest secrets, nor a pull source's).
@@ -85,39 +93,48 @@ export function streamRoutes(deps: ApiDeps): Route[] {
     return s;
   };
 
-  return [
-    startPullRoute(deps, ownedParent),
-    route({
-      method: "post",
-      path: "/stream",
-      tag: TAG,
-      summary: "Create a stream",
-      body: streamCreateBody,
-      responses: { 201: { description: "The new stream", schema: streamObject }, 422: { description: "Invalid body", schema: errorBody } },
-      handle: async ({ userId, body }) => {
-        await checkPullSource(deps, body.pull);
-        checkCaps(body, limits);
-        await checkInlineTargets(deps, body.multistream?.targets ?? []);
-        const policy = await checkPlaybackPolicy(deps, userId, body.playbackPolicy);
-        const profiles = body.profiles ?? [];
-        const stream = await store.transaction(async (tx) => {
-          await lockKey(tx.db, `streams/${userId}`);
-          checkUserCap(await tx.streams.countOwned(userId), 1, limits.maxStreamsPerUser, "streams", "MAX_STREAMS_PER_USER");
-          const s = await tx.streams.create({ userId, name: body.name, profiles, record: body.record ?? false, playbackPolicy: policy ?? null, reconnectWindow: body.reconnectWindow ?? null, pull: body.pull ?? null });
-          if (body.multistream) await tx.streamTargets.replaceForStream(s.id, await resolveTargetRefs(tx, userId, body.multistream, profiles, limits.maxTargetsPerUser));
-          if (deps.srt) {
-            await lockKey(tx.db, "srt-ports");
-            if ((await tx.streams.assignSrtPort(s.id, deps.srt.ports)) === undefined) deps.log.warn({ streamId: s.id }, "every SRT port (SRT_PORTS) is taken: the stream has no SRT ingest");
-          }
-          // Ingest nodes learn the new key.
-          await deps.live.announce(tx.db, { streamId: s.id, change: "changed" });
-          return deps.srt ? (await tx.streams.get(s.id))! : s;
-        });
-        deps.log.info({ streamId: stream.id, userId }, "stream created");
-        return { status: 201, body: await present(stream) };
-      },
-    }),
+  return { present, owned, ownedParent };
+}
 
+/** POST /stream. */
+function createStreamRoute(deps: ApiDeps, { present }: StreamAccess, limits: LimitSettings): Route {
+  const { store } = deps;
+  return route({
+    method: "post",
+    path: "/stream",
+    tag: TAG,
+    summary: "Create a stream",
+    body: streamCreateBody,
+    responses: { 201: { description: "The new stream", schema: streamObject }, 422: { description: "Invalid body", schema: errorBody } },
+    handle: async ({ userId, body }) => {
+      await checkPullSource(deps, body.pull);
+      checkCaps(body, limits);
+      await checkInlineTargets(deps, body.multistream?.targets ?? []);
+      const policy = await checkPlaybackPolicy(deps, userId, body.playbackPolicy);
+      const profiles = body.profiles ?? [];
+      const stream = await store.transaction(async (tx) => {
+        await lockKey(tx.db, `streams/${userId}`);
+        checkUserCap(await tx.streams.countOwned(userId), 1, limits.maxStreamsPerUser, "streams", "MAX_STREAMS_PER_USER");
+        const s = await tx.streams.create({ userId, name: body.name, profiles, record: body.record ?? false, playbackPolicy: policy ?? null, reconnectWindow: body.reconnectWindow ?? null, pull: body.pull ?? null });
+        if (body.multistream) await tx.streamTargets.replaceForStream(s.id, await resolveTargetRefs(tx, userId, body.multistream, profiles, limits.maxTargetsPerUser));
+        if (deps.srt) {
+          await lockKey(tx.db, "srt-ports");
+          if ((await tx.streams.assignSrtPort(s.id, deps.srt.ports)) === undefined) deps.log.warn({ streamId: s.id }, "every SRT port (SRT_PORTS) is taken: the stream has no SRT ingest");
+        }
+        // Ingest nodes learn the new key.
+        await deps.live.announce(tx.db, { streamId: s.id, change: "changed" });
+        return deps.srt ? (await tx.streams.get(s.id))! : s;
+      });
+      deps.log.info({ streamId: stream.id, userId }, "stream created");
+      return { status: 201, body: await present(stream) };
+    },
+  });
+}
+
+/** GET /stream and GET /stream/:id. */
+function readStreamRoutes(deps: ApiDeps, { present, owned }: StreamAccess): Route[] {
+  const { store } = deps;
+  return [
     route({
       method: "get",
       path: "/stream",
@@ -140,7 +157,13 @@ export function streamRoutes(deps: ApiDeps): Route[] {
       responses: { 200: { description: "The stream", schema: streamObject }, 404: notFoundResponse },
       handle: async ({ userId, params }) => ({ status: 200, body: await present(await owned(userId, params.id!)) }),
     }),
+  ];
+}
 
+/** PATCH /stream/:id and PATCH /stream/:id/record. */
+function changeStreamRoutes(deps: ApiDeps, { ownedParent }: StreamAccess, limits: LimitSettings): Route[] {
+  const { store } = deps;
+  return [
     route({
       method: "patch",
       path: "/stream/:id",
@@ -193,7 +216,13 @@ export function streamRoutes(deps: ApiDeps): Route[] {
         return { status: 204 };
       },
     }),
+  ];
+}
 
+/** DELETE /stream/:id/terminate and DELETE /stream/:id: a live session ended, a stream deleted. */
+function endStreamRoutes(deps: ApiDeps, { ownedParent }: StreamAccess): Route[] {
+  const { store } = deps;
+  return [
     route({
       method: "delete",
       path: "/stream/:id/terminate",

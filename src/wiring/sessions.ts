@@ -1,0 +1,118 @@
+import path from "node:path";
+import { sendNotice } from "../cluster";
+import type { Config } from "../config";
+import type { Store } from "../db";
+import { StorageWatch, STORAGE_RESERVE_BYTES } from "../health";
+import { LiveHls } from "../hls";
+import { BridgeTickets, INGEST_APP, type RtmpIngest } from "../ingest";
+import { ffmpegHasCmaf } from "../media";
+import type { Metrics } from "../metrics";
+import { MultistreamManager } from "../multistream";
+import { SessionManager, StreamKeyIndex, type OrphanDeps } from "../sessions";
+import type { ClipsArea } from "./clips";
+import type { Wiring } from "./context";
+import type { EventsArea } from "./events";
+import type { MediaArea } from "./media";
+import type { RecordingsArea } from "./recordings";
+
+/** The local RTMP server as the rest of the server sees it: the pipelines pull from it, the bridges publish to it. Its port and server are set once ingest listens. */
+export class LocalRtmp {
+  server: RtmpIngest | undefined;
+  port: number;
+  /** A wildcard bind is reached on loopback. */
+  private readonly host: string;
+
+  constructor(config: Config) {
+    this.port = config.rtmpPort;
+    const host = ["0.0.0.0", "::", ""].includes(config.host) ? "127.0.0.1" : config.host;
+    this.host = host.includes(":") ? `[${host}]` : host;
+  }
+
+  url(name: string): string {
+    return `rtmp://${this.host}:${this.port}/${INGEST_APP}/${name}`;
+  }
+}
+
+export interface SessionsArea {
+  sessions: SessionManager;
+  keys: StreamKeyIndex;
+  orphans: OrphanDeps;
+  /** Live sessions' packagers by playback id: the HLS routes answer live requests from them. */
+  liveHls: LiveHls;
+  hlsDir: string;
+  storage: StorageWatch;
+  rtmp: LocalRtmp;
+  /** WebRTC, SRT and pull publishers come in through local bridges publishing under these tickets. */
+  bridges: BridgeTickets;
+}
+
+/** Live media: a publish → the session manager → one ffmpeg pipeline per session, and what watches them (storage, multistream, recordings, clips). */
+export async function wireSessions(
+  { config, log, stops }: Wiring,
+  store: Store,
+  { events, outbound }: EventsArea,
+  { processes, ffmpeg }: MediaArea,
+  { recorder }: RecordingsArea,
+  { clipBuffer }: ClipsArea,
+  metrics: Metrics,
+  hlsDir: string,
+): Promise<SessionsArea> {
+  // A full or unwritable data directory ends live sessions with the reason and refuses new
+  // publishes until it recovers; /readyz shows it meanwhile.
+  const storage = new StorageWatch({
+    dir: hlsDir,
+    minFreeBytes: config.storageMinFreeBytes,
+    reserve: { file: path.join(config.dataDir, "storage-reserve"), bytes: STORAGE_RESERVE_BYTES },
+    log,
+    onChange: (problem) => {
+      if (problem === undefined) return log.info("storage available again: publishes are taken");
+      log.error({ problem }, "storage unavailable: live sessions end, publishes are refused");
+      void sessions.storageFailed(problem);
+    },
+  });
+  stops.register("drain", "storage watch", () => storage.stop());
+  const liveHls = new LiveHls();
+  const rtmp = new LocalRtmp(config);
+  const bridges = new BridgeTickets();
+  // Pushes to multistream targets while a session is live. Shutdown ends every session first,
+  // which finishes their pushes; the registry stops any still draining after.
+  const multistream = new MultistreamManager({ store, events, log, registry: processes, ffmpegPath: ffmpeg?.path, policy: outbound });
+  const keys = new StreamKeyIndex(store, log);
+  // Sessions whose process is gone (a crash here, another node's death) end through this.
+  const orphans: OrphanDeps = { store, events, log, handOffRecording: (tx, streamId, sessionId) => recorder.handOff(tx, streamId, sessionId) };
+  const sessions = new SessionManager({
+    keys,
+    nodeId: config.nodeId,
+    leaseMs: config.leaseMs,
+    orphans,
+    broadcast: sendNotice,
+    store,
+    events,
+    log,
+    registry: processes,
+    ffmpegPath: ffmpeg?.path,
+    hlsDir,
+    rtmpInputUrl: (name) => rtmp.url(name),
+    segmentSeconds: config.hlsSegmentSeconds,
+    listSize: config.hlsListSize,
+    lowLatency: config.hlsLowLatency,
+    ffmpegCmaf: ffmpeg ? ffmpegHasCmaf(ffmpeg.path) : undefined,
+    liveHls,
+    disconnectPublisher: (id, refusal) => rtmp.server?.disconnect(id, refusal),
+    observers: [recorder, multistream, clipBuffer],
+    metrics,
+    maxLiveStreamsPerUser: config.limits.maxLiveStreamsPerUser,
+    transcodeBudget: config.transcodeBudget,
+    reconnectWindowSeconds: config.reconnectWindowSeconds,
+    storageProblem: () => storage.check(),
+    publisherStats: (publisherId) => rtmp.server?.publisherStats(publisherId),
+  });
+  // Publishers disconnected, playlists ended, isActive false and stream.idle raised while the
+  // event sink still takes events.
+  stops.register("sessions", "live sessions", () => sessions.shutdown());
+  // Sessions a crashed run left open: closed with their stream.idle and their recordings handed
+  // to finalize; then the recordings of every ended session not yet handed to finalize.
+  await sessions.recoverAfterCrash(store.db.dialect === "sqlite");
+  await recorder.recoverAfterCrash(await store.sessions.listUnfinalizedRecordings());
+  return { sessions, keys, orphans, liveHls, hlsDir, storage, rtmp, bridges };
+}
