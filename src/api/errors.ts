@@ -3,7 +3,7 @@ import { isStorageError } from "../db";
 
 /**
  * The one error type of the API: a status and the messages of the `{"errors": [...]}` body.
- * DESIGN.md: 401 unknown key; 404 missing *or another user's* object; 422 a request that fails
+ * docs/architecture.md#api-errors: 401 unknown key; 404 missing *or another user's* object; 422 a request that fails
  * its schema; 400 a valid request the current state forbids; 501 a feature onair lacks.
  */
 export class ApiError extends Error {

@@ -11,7 +11,7 @@ function asBoolean(id: string, value: unknown): boolean {
 }
 
 /**
- * Parses `GET /stream`'s `filters`: a JSON array of `{id, value}` (spec 4.1). Express has
+ * Parses `GET /stream`'s `filters`: a JSON array of `{id, value}` (docs/api.md#spec-41-streams). Express has
  * already URL-decoded the query string.
  */
 export function parseStreamFilters(raw: string | undefined): StreamFilters {

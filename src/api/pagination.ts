@@ -16,7 +16,7 @@ export function decodeCursor(cursor: string | undefined): number | undefined {
 
 /**
  * The `Link` header for the next page: the URL as the client requested it, with its other
- * parameters (limit, filters) kept and the cursor replaced (spec 4.3 rule 4).
+ * parameters (limit, filters) kept and the cursor replaced (docs/api.md#spec-43-multistream-targets rule 4).
  */
 export function nextPageLink(requestUrl: string, nextSeq: number | null): string | undefined {
   if (nextSeq === null) return undefined;

@@ -19,7 +19,7 @@ export interface ClusterNodeOptions {
 }
 
 /**
- * This process as one node of several (DESIGN.md, "Nodes"): a heartbeat in the nodes table that
+ * This process as one node of several (docs/architecture.md#nodes-and-roles): a heartbeat in the nodes table that
  * also renews the leases on the streams it runs; the janitor that ends sessions of nodes that
  * are gone (every node runs it, one conditional update picks who ends each, exactly once); and,
  * on an ingest node, what other nodes announce (suspend, delete, terminate, changed settings)

@@ -6,7 +6,7 @@ import { limits, ROLES, SETTINGS } from "./settings";
 
 export { MAX_LIMIT_SETTING, ROLES, type Role } from "./settings";
 
-// The operator interface of DESIGN.md: every setting comes from the environment, is read
+// The operator interface (docs/architecture.md#operator-interface): every setting comes from the environment, is read
 // once at start-up and validated here, so a bad value stops the service with a clear message
 // instead of surfacing later as a strange failure.
 //

@@ -21,7 +21,7 @@ export function newId(): string {
   return crypto.randomUUID();
 }
 
-/** DESIGN.md: 16 random lower-case base36 characters in four dash-separated groups. */
+/** docs/architecture.md#ids-and-keys: 16 random lower-case base36 characters in four dash-separated groups. */
 export function newStreamKey(): string {
   const s = randomChars(BASE36, 16);
   return `${s.slice(0, 4)}-${s.slice(4, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}`;
@@ -32,7 +32,7 @@ export function newSrtPassphrase(): string {
   return randomChars(BASE36, 24);
 }
 
-/** DESIGN.md: 16 random characters (lower-case base36 keeps them URL- and path-safe). */
+/** docs/architecture.md#ids-and-keys: 16 random characters (lower-case base36 keeps them URL- and path-safe). */
 export function newPlaybackId(): string {
   return randomChars(BASE36, 16);
 }

@@ -22,7 +22,7 @@ export function snapshotStream(stream: StreamRecord, targets: TargetRef[]): Even
 }
 
 /**
- * The event sink: records an event (spec 6.2-6.3) as one row and one fan-out job in one SQLite
+ * The event sink: records an event (docs/api.md#spec-6-events rules 2-3) as one row and one fan-out job in one SQLite
  * transaction, when its owner has any webhook. So `raise` is durable when it returns and costs
  * the same for one webhook or 20,000; the fan-out job (src/webhooks) makes the deliveries, off
  * the path that raised it, and wakes the workers at once.

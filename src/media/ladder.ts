@@ -30,7 +30,7 @@ export function loadLadder(name = "default", dir = LADDER_DIR): Profile[] {
 /** H.264 in 4:2:0 needs even dimensions: a profile asking for 853x480 gets 852x480. */
 export const even = (n: number) => Math.max(2, n - (n % 2));
 
-/** Profiles → the renditions to produce; no profiles means passthrough (spec 1). */
+/** Profiles → the renditions to produce; no profiles means passthrough (docs/api.md#spec-1-what-the-service-does). */
 export function renditionLadder(profiles: Profile[], segmentSeconds: number): Rendition[] {
   if (profiles.length === 0) return [{ index: 0, name: "source", encode: null }];
   return profiles.map((p, index) => ({

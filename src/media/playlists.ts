@@ -41,7 +41,7 @@ export function parseMediaPlaylist(text: string): MediaPlaylist {
   return { mediaSequence, segments, ended };
 }
 
-/** A playlist that ends: players stop treating it as live (spec 3.1: no longer plays as live). */
+/** A playlist that ends: players stop treating it as live (docs/api.md#spec-31-stream-activity: no longer plays as live). */
 export function withEndlist(text: string): string {
   if (/^#EXT-X-ENDLIST\s*$/m.test(text)) return text;
   return text.replace(/\s*$/, "\n") + "#EXT-X-ENDLIST\n";

@@ -44,7 +44,7 @@ interface LivePushes {
 }
 
 /**
- * Multistream (spec 1, 3.4): while a stream is live, one push per referenced, enabled target,
+ * Multistream (docs/api.md#spec-1-what-the-service-does, docs/api.md#spec-34-multistream-connection): while a stream is live, one push per referenced, enabled target,
  * each its own supervised ffmpeg, so a failing destination never touches the session's HLS or
  * the other pushes. Told about sessions by the session manager; reads the references afresh
  * whenever the stream or a target changes, and starts or stops only what differs.

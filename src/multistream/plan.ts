@@ -26,7 +26,7 @@ export interface PushProblem {
 
 export interface PushPlan {
   wanted: PushSpec[];
-  /** Keys of references to disabled targets (skipped, spec 2.4: `disabled`). */
+  /** Keys of references to disabled targets (skipped, docs/api.md#spec-24-multistream-target-object: `disabled`). */
   disabled: Set<string>;
   problems: PushProblem[];
 }
@@ -49,7 +49,7 @@ export function planPushes(o: PlanInput): PushPlan {
   for (const ref of o.refs) {
     const key = pushKey(ref);
     const t = o.target(ref.id);
-    // A referenced target cannot be deleted (spec 4.3 rule 5); a missing one is simply skipped.
+    // A referenced target cannot be deleted (docs/api.md#spec-43-multistream-targets rule 5); a missing one is simply skipped.
     if (!t || seen.has(key)) continue;
     seen.add(key);
     if (t.disabled) {

@@ -11,7 +11,7 @@ export type { BullQueueSettings } from "./bullmq";
 
 export type QueueSettings = { kind: "embedded" } | ({ kind: "bullmq" } & BullQueueSettings);
 
-/** The embedded queue, or BullMQ when a Redis URL is configured (DESIGN.md). */
+/** The embedded queue, or BullMQ when a Redis URL is configured (docs/architecture.md#the-queue). */
 export async function openQueue(db: Sql, log: Logger, settings: QueueSettings, tuning: Partial<QueueTuning> = {}): Promise<JobQueue> {
   if (settings.kind === "bullmq") {
     // BullMQ and ioredis take about 170 ms to load: only processes that use Redis pay for it.

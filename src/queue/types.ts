@@ -1,4 +1,4 @@
-// The one queue interface (DESIGN.md): jobs are enqueued durably with an idempotent id and an
+// The one queue interface (docs/architecture.md#the-queue): jobs are enqueued durably with an idempotent id and an
 // optional delay, processed with a bounded concurrency, and retried on a schedule their handler
 // chooses. Two adapters implement it: embedded (the database's job table) and BullMQ (Redis).
 

@@ -53,7 +53,7 @@ class SessionRecording {
 }
 
 /**
- * Records sessions whose `record` was on when they started (spec 3.2): every segment the live
+ * Records sessions whose `record` was on when they started (docs/api.md#spec-32-recording-switch): every segment the live
  * pipeline completes is hard-linked into `recordings/<sessionId>/<rendition>/` and appended to
  * that rendition's playlist. The recording is a by-product of the single live encode: no
  * second decode or encode, and what was captured stays playable whatever happens next.
@@ -101,7 +101,7 @@ export class Recorder implements LiveSessionObserver {
 
   /**
    * The stream is active and every rendition has its first segment recorded: recording has
-   * started on an active stream (spec 3.3). The live master playlist describes the recording's
+   * started on an active stream (docs/api.md#spec-33-recording-lifecycle). The live master playlist describes the recording's
    * renditions as well.
    */
   sessionLive(info: LiveSessionInfo): void {

@@ -31,7 +31,7 @@ export type SessionManagerDeps = Omit<StreamRuntimeDeps, "ffmpegPath" | "streamT
 };
 
 /**
- * The hub of live media (STYLE.md): one StreamRuntime per live stream. The ingest asks it to
+ * The hub of live media (docs/architecture.md#the-session-manager): one StreamRuntime per live stream. The ingest asks it to
  * admit publishes and hands it publishers; the API asks it to interrupt streams. It is the only
  * place that starts and stops sessions and the only writer of isActive (through the runtimes).
  */
@@ -247,7 +247,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
     for (const o of this.deps.observers) o.streamChanged?.(streamId);
   }
 
-  /** Suspend and delete end the live session at once (spec 4.1, DESIGN.md), its window too. */
+  /** Suspend and delete end the live session at once (docs/api.md#spec-41-streams, docs/architecture.md#session-lifecycle), its window too. */
   interrupt(streamId: string, reason: "suspended" | "deleted" | "terminated"): void {
     void this.byStream.get(streamId)?.stop(reason);
   }

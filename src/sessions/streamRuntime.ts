@@ -471,7 +471,7 @@ export class StreamRuntime {
     });
   }
 
-  /** The publisher is gone: isActive false and stream.idle now (spec 3.1), the session stays open. */
+  /** The publisher is gone: isActive false and stream.idle now (docs/api.md#spec-31-stream-activity), the session stays open. */
   private goIdle(): void {
     void this.serially(async () => {
       // Already ending: the end writes the idle the session owes.

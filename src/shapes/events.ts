@@ -46,7 +46,7 @@ export interface EventPayloads {
  */
 export type EventStream = Omit<StreamJson, "streamKey">;
 
-/** The JSON body POSTed to a webhook (DESIGN.md's contract). */
+/** The JSON body POSTed to a webhook (docs/architecture.md#webhook-delivery). */
 export interface DeliveryBody<N extends EventName = EventName> {
   /** The event's id: the same on every retry and resend, so receivers can deduplicate. */
   id: string;

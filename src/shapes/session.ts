@@ -63,7 +63,7 @@ export interface RecordingLinks {
   sign(sessionId: string): string;
 }
 
-/** A recording's URLs: the paths of DESIGN.md, signed so that a session id alone opens nothing. */
+/** A recording's URLs: the paths of docs/architecture.md#public-urls, signed so that a session id alone opens nothing. */
 export function recordingUrls(links: RecordingLinks, sessionId: string) {
   const sig = `?sig=${links.sign(sessionId)}`;
   return {

@@ -43,7 +43,7 @@ describe("sessions", () => {
     await fx.t.server.store.sessions.setRecordingStatus(session.id, "ready");
     const body = (await api("GET", `/stream/${s.id}/sessions?record=1`)).body[0];
     expect(body).toMatchObject({ recordingStatus: "ready" });
-    // DESIGN.md's paths, signed: the session id alone opens nothing (test/recordings/signedUrls).
+    // The paths of docs/architecture.md#public-urls, signed: the session id alone opens nothing (test/recordings/signedUrls).
     expect(body.recordingUrl).toMatch(new RegExp(`/recordings/${session.id}/index\\.m3u8\\?sig=[\\w-]{43}$`));
     expect(body.mp4Url).toMatch(new RegExp(`/recordings/${session.id}/output\\.mp4\\?sig=[\\w-]{43}$`));
     expect(body.mp4URL).toBe(body.mp4Url);

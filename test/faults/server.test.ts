@@ -10,7 +10,7 @@ import { startServerProcess, type ServerExit, type ServerProcess } from "../help
 // directory. Everything is real: ffmpeg pushing RTMP, the SQLite file, a webhook receiver.
 
 const EVENTS = ["stream.started", "stream.idle", "recording.started", "recording.waiting", "recording.ready"];
-// 1 s segments: a few seconds of recording come quickly. Retries after 1 s, 2 s, 4 s… (spec 8's
+// 1 s segments: a few seconds of recording come quickly. Retries after 1 s, 2 s, 4 s… (docs/api.md#spec-8-limits, its
 // 5 s compressed): pending deliveries are retried a few times before the kill, and are still
 // inside their window after the restart.
 const ENV = { HLS_SEGMENT_SECONDS: "1", WEBHOOK_RETRY_FIRST_MS: "1000", WEBHOOK_RETRY_WINDOW_MS: "120000" };

@@ -100,7 +100,7 @@ describe("recordings over HTTP", () => {
   const base = () => `http://127.0.0.1:${t.server.port}/recordings/${sessionId}`;
   const sigOf = (url: string) => new URL(url).searchParams.get("sig")!;
 
-  it("the API hands out DESIGN.md's paths with a signature", () => {
+  it("the API hands out the recording paths (docs/architecture.md#public-urls) with a signature", () => {
     const sig = sigOf(session.recordingUrl);
     expect(session.recordingUrl).toBe(`${t.server.publicUrl}/recordings/${sessionId}/index.m3u8?sig=${sig}`);
     expect(session.mp4Url).toBe(`${t.server.publicUrl}/recordings/${sessionId}/output.mp4?sig=${sig}`);

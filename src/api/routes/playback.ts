@@ -5,7 +5,7 @@ import { route, type Route, type RouteResult } from "../route";
 import { errorBody } from "../schemas/common";
 import { playbackInfoObject, type PlaybackInfoJson } from "../schemas/playback";
 
-/** DESIGN.md: live HLS is served at `$PUBLIC_URL/hls/<playbackId>/index.m3u8`. */
+/** docs/architecture.md#public-urls: live HLS is served at `$PUBLIC_URL/hls/<playbackId>/index.m3u8`. */
 export function hlsUrl(publicUrl: string, playbackId: string): string {
   return `${publicUrl}/hls/${playbackId}/index.m3u8`;
 }

@@ -24,7 +24,7 @@ export function streamTargetRoutes(deps: ApiDeps): Route[] {
   const { store } = deps;
   const limits = deps.limits ?? DEFAULT_LIMITS;
 
-  /** The caller's parent stream (a child stream object is read-only history, spec 2.1); anything else is a 404. */
+  /** The caller's parent stream (a child stream object is read-only history, docs/api.md#spec-21-stream-object); anything else is a 404. */
   const ownedParent = async (userId: string, id: string): Promise<StreamRecord> => {
     const s = await store.streams.getOwned(userId, id);
     if (!s) throw notFound(`stream ${id.slice(0, 64)}`);

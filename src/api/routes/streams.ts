@@ -86,7 +86,7 @@ function streamAccess(deps: ApiDeps) {
     return s;
   };
 
-  /** The caller's parent stream: child stream objects are read-only history (spec 2.1). */
+  /** The caller's parent stream: child stream objects are read-only history (docs/api.md#spec-21-stream-object). */
   const ownedParent = async (userId: string, id: string, refusal: string) => {
     const s = await owned(userId, id);
     if (s.parentId !== null) throw badRequest(refusal);
@@ -210,7 +210,7 @@ function changeStreamRoutes(deps: ApiDeps, { ownedParent }: StreamAccess, limits
       body: recordPatchBody,
       responses: { 204: { description: "Updated" }, 400: { description: "`can't set for session`", schema: errorBody }, 404: notFoundResponse },
       handle: async ({ userId, body, params }) => {
-        // spec 4.1 rule 2: only a parent stream's record can change.
+        // docs/api.md#spec-41-streams rule 2: only a parent stream's record can change.
         const s = await ownedParent(userId, params.id!, "can't set for session");
         await store.streams.update(s.id, { record: body.record });
         return { status: 204 };

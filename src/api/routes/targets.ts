@@ -89,7 +89,7 @@ export function targetRoutes(deps: ApiDeps): Route[] {
       responses: { 204: { description: "Deleted" }, 400: { description: "Streams still reference the target", schema: errorBody }, 404: notFoundResponse },
       handle: async ({ userId, params }) => {
         const t = await owned(userId, params.id!);
-        // spec 4.3 rule 5: references go first, so no live stream loses a destination by surprise.
+        // docs/api.md#spec-43-multistream-targets rule 5: references go first, so no live stream loses a destination by surprise.
         const refs = await store.streamTargets.streamsReferencing(t.id);
         if (refs.length > 0) {
           const names = refs.map((s) => `"${s.name}" (${s.id})`).join(", ");

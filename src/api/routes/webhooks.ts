@@ -27,7 +27,7 @@ export function webhookRoutes(deps: ApiDeps): Route[] {
     return w;
   };
 
-  /** Defaults: name from the url's host, every event (spec 6 lists eight). */
+  /** Defaults: name from the url's host, every event (docs/api.md#spec-6-events lists eight). */
   const fields = async (userId: string, body: z.output<typeof webhookBody>): Promise<WebhookFields> => {
     if (body.streamId && !(await store.streams.getOwned(userId, body.streamId))) throw notFound(`streamId: stream ${body.streamId.slice(0, 64)}`);
     return {

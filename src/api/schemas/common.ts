@@ -72,7 +72,7 @@ export function parseUrl(v: string): URL | undefined {
   }
 }
 
-/** `rtmp://a.rtmp.youtube.com/live2/…` → `a.rtmp.youtube.com` (spec 4.3 rule 1). */
+/** `rtmp://a.rtmp.youtube.com/live2/…` → `a.rtmp.youtube.com` (docs/api.md#spec-43-multistream-targets rule 1). */
 export function hostOf(v: string): string {
   return parseUrl(v)?.hostname ?? v;
 }

@@ -14,7 +14,7 @@ export const webhooks = area("webhooks", {
     min: 0,
     max: 7 * 24 * 3_600_000,
     unit: "ms",
-    doc: "No retry later than this after the event (15 minutes, spec 8).",
+    doc: "No retry later than this after the event (15 minutes, docs/api.md#spec-8-limits).",
   }).at("webhooks.retryWindowMs"),
   // At most 30 s: the embedded queue's 60 s lease must outlast an attempt.
   WEBHOOK_TIMEOUT_MS: integer({

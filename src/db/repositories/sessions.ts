@@ -50,7 +50,7 @@ export class SessionsRepository {
   /**
    * Opens a session for a publish on `parent`: the session row and its historic child stream
    * object (same id, parentId set) are written together. `record` and `profiles` are copied
-   * from the parent now: later changes to the parent apply to later sessions only (spec 3.2).
+   * from the parent now: later changes to the parent apply to later sessions only (docs/api.md#spec-32-recording-switch).
    */
   async start(parent: StreamRecord, at = Date.now(), nodeId: string | null = null, protocol: IngestProtocol = "rtmp"): Promise<SessionRecord> {
     if (parent.parentId !== null) throw new Error(`stream ${parent.id} is a child stream; sessions start on parents`);

@@ -7,7 +7,7 @@ interface Row {
   video_only: number;
 }
 
-/** A stream's multistream references (DESIGN.md: `multistream.targets[]`). */
+/** A stream's multistream references (docs/architecture.md#multistream-references: `multistream.targets[]`). */
 export class StreamTargetsRepository {
   constructor(private readonly q: Sql) {}
 

@@ -240,7 +240,7 @@ export class StreamsRepository {
   }
 
   /**
-   * isActive of a parent and its child stream object together (spec 3.1). Only the session
+   * isActive of a parent and its child stream object together (docs/api.md#spec-31-stream-activity). Only the session
    * manager calls this: it alone knows when the playback URL works.
    */
   async setActive(ids: string[], active: boolean, at = Date.now()): Promise<void> {

@@ -77,7 +77,7 @@ CREATE TABLE multistream_targets (
 );
 CREATE INDEX multistream_targets_user_seq ON multistream_targets(user_id, seq);
 
--- A stream's references to targets (spec 2.4: the stream must reference a target for it to
+-- A stream's references to targets (docs/api.md#spec-24-multistream-target-object: the stream must reference a target for it to
 -- receive anything). position keeps the order the user gave.
 CREATE TABLE stream_targets (
   stream_id  TEXT NOT NULL REFERENCES streams(id),
