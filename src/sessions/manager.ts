@@ -8,6 +8,7 @@ import type { SessionRecord, Sql, StreamRecord } from "../db";
 import { badName, rejected, type Admission, type IngestHandlers, type Refusal } from "../ingest";
 import { endPlaylists } from "../media";
 import { PipelineBreaker } from "./breaker";
+import { realClock, type Clock } from "./clock";
 import { defaultTranscodeBudget, ladderCost, refuseForCapacity } from "./capacity";
 import type { Health } from "./health";
 import { StreamRuntime, type EndReason, type StreamRuntimeDeps } from "./streamRuntime";
@@ -47,8 +48,10 @@ export class SessionManager implements IngestHandlers, LiveControl {
   private readonly breaker = new PipelineBreaker();
   private readonly budget: number;
   private shuttingDown = false;
+  private readonly clock: Clock;
 
   constructor(private readonly deps: SessionManagerDeps) {
+    this.clock = deps.clock ?? realClock;
     this.budget = deps.transcodeBudget ?? defaultTranscodeBudget(os.availableParallelism?.() ?? os.cpus().length);
   }
 
@@ -76,7 +79,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
     if (stream.suspended) return refuse(badName(`stream ${stream.id} is suspended`));
     // After the key: a stranger's publishes do not get to make this server write to disk.
     if (this.deps.storageProblem()) return refuse(rejected("storage unavailable on the server: reconnect later"));
-    const broken = this.breaker.refusal(stream.id, Date.now());
+    const broken = this.breaker.refusal(stream.id, this.clock.now());
     if (broken) return refuse(rejected(broken));
     // A stream with an open session (live, or waiting in its reconnect window) keeps its
     // place: a reconnect or a new publisher replacing the old one is not counted again.
@@ -111,7 +114,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
     if ("refusal" in decision) return { status: 503, reason: decision.refusal.reason };
     // Its place is held while the lease is looked at, and from the answer to its bridge's publish.
     this.pending.set(holder, decision.stream);
-    const leaseHolder = this.byStream.has(indexed.id) ? undefined : await this.deps.store.nodes.holder(indexed.id, Date.now()).catch((err: unknown) => {
+    const leaseHolder = this.byStream.has(indexed.id) ? undefined : await this.deps.store.nodes.holder(indexed.id, this.clock.now()).catch((err: unknown) => {
       this.pending.delete(holder);
       throw err;
     });
@@ -178,7 +181,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
       if (!stream || stream.suspended) return stream ? badName(`stream ${stream.id} is suspended`) : badName("unknown stream key");
       // One node runs a stream at a time: its lease, taken here, renewed by the heartbeat.
       await this.released.get(streamId);
-      const now = Date.now();
+      const now = this.clock.now();
       const claim = await store.nodes.claimStream(streamId, nodeId, now, now + this.deps.leaseMs);
       if (!claim.taken) return rejected(`stream ${streamId} is live on another node (${claim.holder}): reconnect in a moment`);
       // The lease was free or ran out: a session still open elsewhere belongs to a node that
@@ -335,6 +338,6 @@ export class SessionManager implements IngestHandlers, LiveControl {
     this.released.set(streamId, release);
     if (this.byStream.get(s.stream.id) === s) this.byStream.delete(s.stream.id);
     for (const [publisherId, runtime] of this.byPublisher) if (runtime === s) this.byPublisher.delete(publisherId);
-    if (s.endReason === "pipeline failed") this.breaker.failed(s.stream.id, Date.now());
+    if (s.endReason === "pipeline failed") this.breaker.failed(s.stream.id, this.clock.now());
   }
 }

@@ -5,9 +5,10 @@ import type { EventSink } from "../events";
 import { badName, rejected, type PublisherStats, type Refusal } from "../ingest";
 import type { Logger } from "../log";
 import { PART_SECONDS, type HlsSegment, type LiveHls } from "../hls";
-import { endPlaylists, LivePipeline, renditionLadder, THUMBNAIL_FILE, type ProcessEnd, type ProcessRegistry, type StoredSegment } from "../media";
+import { endPlaylists, LivePipeline, renditionLadder, THUMBNAIL_FILE, type LivePipelineOptions, type ProcessEnd, type ProcessRegistry, type StoredSegment } from "../media";
 import type { IngestProtocol, LiveRates, Rendition } from "../shapes";
 import type { LiveSessionMetrics, Metrics } from "../metrics";
+import { realClock, type Clock, type ClockTimer } from "./clock";
 import type { Health } from "./health";
 import { LiveMeters, SLOW_LIMIT, SLOW_WINDOW_MS } from "./liveMeters";
 import type { LiveSessionInfo, LiveSessionObserver } from "./observer";
@@ -45,7 +46,14 @@ export interface StreamRuntimeDeps {
   publisherStats: (publisherId: string) => PublisherStats | undefined;
   /** RECONNECT_WINDOW_SECONDS, for streams without their own reconnectWindow. */
   reconnectWindowSeconds: number;
+  /** Time and timers; the real clock when absent (tests advance a fake one). */
+  clock?: Clock;
+  /** Makes a pipeline run; an ffmpeg LivePipeline when absent (tests give fake pipelines). */
+  pipelines?: (options: LivePipelineOptions) => LivePipelineRun;
 }
+
+/** What a session needs of one pipeline run. */
+export type LivePipelineRun = Pick<LivePipeline, "start" | "stop">;
 
 export type EndReason =
   | "publisher left"
@@ -119,9 +127,9 @@ export class StreamRuntime {
   private readonly metrics: LiveSessionMetrics | undefined;
   /** The publisher feeding it now; undefined while it waits for one. */
   private publisherId: string | undefined;
-  private pipeline: LivePipeline | undefined;
+  private pipeline: LivePipelineRun | undefined;
   /** A superseded run (its publisher was replaced) finishing before the next one starts. */
-  private draining: LivePipeline | undefined;
+  private draining: LivePipelineRun | undefined;
   /** Pipelines started: each later one continues the playlists after a discontinuity. */
   private runs = 0;
   /** Restarts after a failure under the current publisher. */
@@ -136,13 +144,14 @@ export class StreamRuntime {
   private active = false;
   private ending: { reason: EndReason; detail?: string } | undefined;
   private finished = false;
-  private restartTimer: NodeJS.Timeout | undefined;
-  private windowTimer: NodeJS.Timeout | undefined;
-  private watchdog: NodeJS.Timeout | undefined;
+  private restartTimer: ClockTimer | undefined;
+  private windowTimer: ClockTimer | undefined;
+  private watchdog: ClockTimer | undefined;
   /** When the reconnect window runs out (ms), while the session waits for its publisher. */
   private windowEndsAt: number | undefined;
   private lastEnd: ProcessEnd | undefined;
   private readonly meters: LiveMeters;
+  private readonly clock: Clock;
   private markClosed!: () => void;
   /** Resolves when the session has ended and its state and events are written. */
   readonly closed = new Promise<void>((resolve) => (this.markClosed = resolve));
@@ -155,7 +164,7 @@ export class StreamRuntime {
     onClosed: (s: StreamRuntime) => void,
     protocol: IngestProtocol = "rtmp",
   ): Promise<StreamRuntime> {
-    const session = await deps.store.sessions.start(stream, Date.now(), deps.nodeId, protocol);
+    const session = await deps.store.sessions.start(stream, (deps.clock ?? realClock).now(), deps.nodeId, protocol);
     return new StreamRuntime(stream, session, publisherId, deps, onClosed);
   }
 
@@ -167,6 +176,7 @@ export class StreamRuntime {
     private readonly onClosed: (s: StreamRuntime) => void,
   ) {
     this.session = session;
+    this.clock = deps.clock ?? realClock;
     this.publisherId = publisherId;
     this.log = deps.log.child({ streamId: stream.id, sessionId: this.session.id });
     this.metrics = deps.metrics?.liveSessionStarted({ streamId: stream.id, sessionId: this.session.id, publisher: () => this.publisherId });
@@ -234,7 +244,7 @@ export class StreamRuntime {
   attach(publisherId: string): void {
     if (this.ending) throw new Error("attach to an ending session");
     const waited = this.windowEndsAt !== undefined;
-    clearTimeout(this.windowTimer);
+    this.clock.clearTimeout(this.windowTimer);
     this.windowTimer = undefined;
     this.windowEndsAt = undefined;
     // The ingest detaches a replaced publisher first; should one still be here, it is let go
@@ -268,11 +278,11 @@ export class StreamRuntime {
     this.publisherId = undefined;
     if (refusal) return void this.stop("media refused", refusal);
     // A restart that was waiting has no publisher to serve now.
-    clearTimeout(this.restartTimer);
+    this.clock.clearTimeout(this.restartTimer);
     this.restartTimer = undefined;
     // ffmpeg gets end-of-stream and finishes its segments; make sure it does, promptly.
     const p = this.pipeline;
-    if (p) setTimeout(() => void p.stop(1000), PUBLISHER_GONE_GRACE_MS).unref();
+    if (p) this.clock.setTimeout(() => void p.stop(1000), PUBLISHER_GONE_GRACE_MS).unref();
     this.goIdle();
     void this.serially(async () => {
       // Going idle could not be recorded (the session is ending instead), or a publisher came back.
@@ -286,8 +296,8 @@ export class StreamRuntime {
         if (!this.pipeline) void (this.draining?.stop(2000) ?? Promise.resolve()).then(() => this.finish());
         return;
       }
-      this.windowEndsAt = Date.now() + windowSeconds * 1000;
-      this.windowTimer = setTimeout(() => void this.stop("publisher left", `it did not reconnect within ${windowSeconds} s`), windowSeconds * 1000);
+      this.windowEndsAt = this.clock.now() + windowSeconds * 1000;
+      this.windowTimer = this.clock.setTimeout(() => void this.stop("publisher left", `it did not reconnect within ${windowSeconds} s`), windowSeconds * 1000);
       this.log.info({ reconnectWindowSeconds: windowSeconds }, "publisher left: the session waits for it to reconnect");
     });
   }
@@ -309,7 +319,7 @@ export class StreamRuntime {
     if (!this.ending) this.ending = { reason, detail };
     // Suspended or deleted: not one more playlist or part from memory while the run stops.
     if (reason === "suspended" || reason === "deleted") this.hls.unpublish();
-    clearTimeout(this.windowTimer);
+    this.clock.clearTimeout(this.windowTimer);
     this.windowTimer = undefined;
     const publisherId = this.publisherId;
     this.publisherId = undefined;
@@ -329,7 +339,7 @@ export class StreamRuntime {
 
   /** The stream's health from its publisher and pipeline (Livepeer's isHealthy and issues). */
   health(): Health {
-    const left = this.windowEndsAt !== undefined ? Math.max(0, (this.windowEndsAt - Date.now()) / 1000) : undefined;
+    const left = this.windowEndsAt !== undefined ? Math.max(0, (this.windowEndsAt - this.clock.now()) / 1000) : undefined;
     return this.meters.health(this.currentStats(), this.active, left);
   }
 
@@ -364,7 +374,7 @@ export class StreamRuntime {
         return this.fault(err);
       }
     }
-    const pipeline: LivePipeline = new LivePipeline({
+    const options: LivePipelineOptions = {
       ffmpegPath: this.deps.ffmpegPath,
       inputUrl: this.info.sourceUrl,
       renditions: this.info.renditions,
@@ -382,7 +392,8 @@ export class StreamRuntime {
       onEnded: (end) => this.pipelineEnded(pipeline, end),
       // A run already superseded cannot fail the one that replaced it.
       onFault: (err) => (pipeline === this.pipeline ? this.fault(err) : this.log.warn({ err }, "a superseded pipeline run failed")),
-    });
+    };
+    const pipeline: LivePipelineRun = this.deps.pipelines ? this.deps.pipelines(options) : new LivePipeline(options);
     this.pipeline = pipeline;
     try {
       pipeline.start();
@@ -392,14 +403,14 @@ export class StreamRuntime {
       return;
     }
     if (!this.watchdog) {
-      this.watchdog = setInterval(() => this.checkSpeed(), 5000);
+      this.watchdog = this.clock.setInterval(() => this.checkSpeed(), 5000);
       this.watchdog.unref();
     }
   }
 
   /** A restart was waiting: it will not happen. */
   private cancelRestart(): void {
-    clearTimeout(this.restartTimer);
+    this.clock.clearTimeout(this.restartTimer);
     this.restartTimer = undefined;
     if (this.ending && !this.pipeline) this.finish();
   }
@@ -409,7 +420,7 @@ export class StreamRuntime {
    * and a clean exit (end-of-stream from a replaced publisher) starts the next run at once;
    * without one, the session waits for its window; when the session ends, it is finished.
    */
-  private pipelineEnded(p: LivePipeline, end: ProcessEnd): void {
+  private pipelineEnded(p: LivePipelineRun, end: ProcessEnd): void {
     if (p !== this.pipeline) return; // a run already superseded (a reconnect): the next one is on its way
     this.pipeline = undefined;
     this.lastEnd = end;
@@ -418,7 +429,7 @@ export class StreamRuntime {
     // Under its publisher a run never ends by itself: a clean exit means its input was cut
     // (it fell too far behind: see the ingest's reader cap). Both count as failures, so a
     // pipeline that cannot keep up ends instead of looping. A long healthy run earns a clean slate.
-    if (this.runPlayableAt !== undefined && Date.now() - this.runPlayableAt > FAILURES_FORGIVEN_AFTER_MS) this.failures = 0;
+    if (this.runPlayableAt !== undefined && this.clock.now() - this.runPlayableAt > FAILURES_FORGIVEN_AFTER_MS) this.failures = 0;
     // A full or unwritable disk, or this stream's folder alone, fails every restart too: end now, and say so.
     const storage = this.storageProblem();
     if (storage) return void this.stop("storage unavailable", storage);
@@ -427,13 +438,13 @@ export class StreamRuntime {
     this.log.warn({ attempt: this.failures + 1, of: MAX_PIPELINE_RESTARTS, inMs: delay, code: end.code, signal: end.signal }, "pipeline died under a live publisher: restarting it");
     this.metrics?.pipelineRestarted();
     this.failures++;
-    this.restartTimer = setTimeout(() => {
+    this.restartTimer = this.clock.setTimeout(() => {
       this.restartTimer = undefined;
       this.startRun();
     }, delay);
   }
 
-  private playable(p: LivePipeline): void {
+  private playable(p: LivePipelineRun): void {
     if (p !== this.pipeline || this.ending || this.publisherId === undefined) return;
     try {
       this.hls.writeMaster();
@@ -441,11 +452,11 @@ export class StreamRuntime {
       return this.fault(err);
     }
     this.hasMedia = true;
-    this.runPlayableAt = Date.now();
+    this.runPlayableAt = this.clock.now();
     void this.serially(() => this.goLive(p));
   }
 
-  private async goLive(p: LivePipeline): Promise<void> {
+  private async goLive(p: LivePipelineRun): Promise<void> {
     // A restart under a live publisher: the stream never stopped being live.
     if (this.active || p !== this.pipeline || this.ending || this.publisherId === undefined) return;
     const { store, events } = this.deps;
@@ -507,7 +518,7 @@ export class StreamRuntime {
   }
 
   /** ffmpeg's output clock against the publisher's: the transcode's speed. */
-  private outputTime(p: LivePipeline, seconds: number): void {
+  private outputTime(p: LivePipelineRun, seconds: number): void {
     if (p !== this.pipeline || this.publisherId === undefined) return;
     const stats = this.deps.publisherStats(this.publisherId);
     if (stats) this.meters.outputTime(seconds, stats);
@@ -575,7 +586,7 @@ export class StreamRuntime {
    * stream.started is owed, in one transaction. A full disk delays it (retried every 2 s
    * while the server runs); a restart's recovery closes what is still open then.
    */
-  private async recordEnd(described: string, owesIdle: boolean, at = Date.now(), attempt = 1): Promise<void> {
+  private async recordEnd(described: string, owesIdle: boolean, at = this.clock.now(), attempt = 1): Promise<void> {
     const { store, events } = this.deps;
     const recorded = await this.write("session end", () =>
       store.transaction(async (tx) => {
@@ -587,15 +598,15 @@ export class StreamRuntime {
         if (owesIdle) await events.raise("stream.idle", this.stream.id, { sessionId: this.session.id }, tx);
       }),
     );
-    if (!recorded && store.db.isOpen) setTimeout(() => void this.recordEnd(described, owesIdle, at, attempt + 1), END_RETRY_MS).unref();
+    if (!recorded && store.db.isOpen) this.clock.setTimeout(() => void this.recordEnd(described, owesIdle, at, attempt + 1), END_RETRY_MS).unref();
     else if (recorded && attempt > 1) this.log.info({ attempt }, "session end recorded after storage came back");
   }
 
   private finish(): void {
     if (this.finished) return;
     this.finished = true;
-    clearTimeout(this.windowTimer);
-    clearInterval(this.watchdog);
+    this.clock.clearTimeout(this.windowTimer);
+    this.clock.clearInterval(this.watchdog);
     const end = this.ending ?? { reason: "publisher left" as const };
     const { reason } = end;
     this.metrics?.ended(reason);

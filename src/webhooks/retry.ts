@@ -1,5 +1,5 @@
 // What one attempt's outcome means, and when to try again: pure, so the whole policy is
-// unit-tested as a table (test/unit/webhookRetry.test.ts).
+// unit-tested as a table (test/unit/webhooks/retry.test.ts).
 
 /** Spec 8: retries for about 15 minutes with exponential back-off. */
 export interface RetrySchedule {
