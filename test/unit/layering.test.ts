@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 
-// DESIGN.md's module rules, read off the source tree: each folder of src/ exposes its interface
+// The module rules of docs/architecture.md#module-rules, read off the source tree: each folder of src/ exposes its interface
 // from its index.ts and other folders import only that; the API is on top (only server.ts,
 // which wires everything together, imports it); src/shapes is below everything (it imports
 // nothing of src/); media knows no database types; and folders do not import each other in a

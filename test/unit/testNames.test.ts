@@ -9,13 +9,10 @@ import path from "node:path";
 const ROOT = path.resolve(__dirname, "../..");
 const UNIT = path.join(ROOT, "test/unit");
 
-/** Unit tests about the project as a whole (or waiting on a move), with the reason. */
+/** Unit tests about the project as a whole, with the reason. */
 const WHOLE_PROJECT = new Map<string, string>([
   ["layering.test.ts", "checks the module layering of all of src/"],
   ["testNames.test.ts", "checks the names of all of test/unit/"],
-  // src/config is being restructured: these two move under test/unit/config/ with it.
-  ["config.test.ts", "src/config, moving with its restructuring"],
-  ["webhookSettings.test.ts", "src/config, moving with its restructuring"],
 ]);
 
 function testFiles(dir: string): string[] {
@@ -50,8 +47,7 @@ describe("unit test names", () => {
 
   it("lists no whole-project test that is gone", () => {
     const present = new Set(testFiles(UNIT));
-    // config.test.ts and webhookSettings.test.ts may already have moved on another branch.
-    const stale = [...WHOLE_PROJECT.keys()].filter((f) => !present.has(f) && !f.startsWith("config") && f !== "webhookSettings.test.ts");
+    const stale = [...WHOLE_PROJECT.keys()].filter((f) => !present.has(f));
     expect(stale).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@ import path from "node:path";
 import { ConfigError, DEFAULT_LIMITS, loadConfig, publicUrl, rtmpPublicUrl } from "../../../src/config";
 
 describe("loadConfig", () => {
-  it("applies DESIGN.md's defaults", () => {
+  it("applies the documented defaults (docs/settings.md)", () => {
     const c = loadConfig({});
     expect(c).toMatchObject({ port: 8080, rtmpPort: 1935, host: "0.0.0.0", logLevel: "info", redisUrl: undefined });
     expect(c.dataDir).toBe(path.resolve("./storage"));

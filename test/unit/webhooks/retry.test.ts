@@ -11,7 +11,7 @@ function attemptTimes(schedule: RetrySchedule, random: () => number): number[] {
   }
 }
 
-describe("retry schedule (spec 8: about 15 minutes, exponential back-off)", () => {
+describe("retry schedule (docs/api.md#spec-8-limits: about 15 minutes, exponential back-off)", () => {
   it("without jitter: first retry at 5 s, gaps doubling, a last attempt at the 15-minute mark", () => {
     const times = attemptTimes(SPEC_SCHEDULE, () => 0.5);
     expect(times).toEqual([0, 5, 15, 35, 75, 155, 315, 635, 900]);

@@ -1,7 +1,7 @@
-import { ConfigError, loadConfig } from "../../src/config";
+import { ConfigError, loadConfig } from "../../../../src/config";
 
 describe("webhook and queue settings", () => {
-  it("defaults: spec 8's schedule, 10 s attempts, private destinations refused, the 'onair' Redis prefix", () => {
+  it("defaults: docs/api.md#spec-8-limits schedule, 10 s attempts, private destinations refused, the 'onair' Redis prefix", () => {
     const c = loadConfig({});
     expect(c.webhooks).toEqual({ retryFirstMs: 5_000, retryWindowMs: 900_000, timeoutMs: 10_000, concurrency: 16 });
     expect(c.outbound).toEqual({ allowPrivate: false, allowHosts: [] });
