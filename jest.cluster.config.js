@@ -1,9 +1,12 @@
 /** @type {import('jest').Config} */
 // `npm run test:cluster`: several onair processes on one PostgreSQL, Redis and bucket.
+const { transform, transformIgnorePatterns } = require("./jest.config");
+
 module.exports = {
   testEnvironment: "node",
   roots: ["<rootDir>/test/cluster"],
   testMatch: ["**/*.cluster.ts"],
-  transform: { "^.+\\.ts$": ["ts-jest", { diagnostics: false }] },
+  transform,
+  transformIgnorePatterns,
   testTimeout: 240000,
 };

@@ -1,6 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
-import Database from "better-sqlite3";
+import { SqliteConnection, sqliteErrorCode } from "./db";
 
 // One onair per data directory: two processes on one DATA_DIR would each take the other's open
 // sessions for a crash's leftovers and end them, and write the same HLS folders. The lock is an
@@ -26,12 +26,12 @@ export interface InstanceLock {
 
 export function lockDataDir(dataDir: string): InstanceLock {
   fs.mkdirSync(dataDir, { recursive: true });
-  const db = new Database(path.join(dataDir, LOCK_FILE), { timeout: 0 });
+  const db = new SqliteConnection(path.join(dataDir, LOCK_FILE), { timeoutMs: 0 });
   try {
     db.exec("BEGIN EXCLUSIVE");
   } catch (err) {
     db.close();
-    if ((err as { code?: string }).code !== "SQLITE_BUSY") throw err;
+    if (sqliteErrorCode(err) !== "SQLITE_BUSY") throw err;
     let holder: string | undefined;
     try {
       holder = fs.readFileSync(path.join(dataDir, PID_FILE), "utf8").trim();

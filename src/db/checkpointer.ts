@@ -1,5 +1,6 @@
 import { Worker } from "node:worker_threads";
 import type { Db } from "./connection";
+import { dropSqliteExperimentalWarning } from "../nodeWarnings";
 
 // SQLite in WAL mode copies the log back into the database (a checkpoint) from whichever
 // connection commits past 1000 pages, inside that commit: 4 MiB of writes and an fsync on the
@@ -10,16 +11,19 @@ import type { Db } from "./connection";
 /** How often the thread checkpoints. The log grows by at most what is written in between. */
 const CHECKPOINT_EVERY_MS = 1_000;
 
-// The thread's code: a connection of its own and a timer. CommonJS, run with `eval`.
+// The thread's code: a connection of its own (node:sqlite, as the process's) and a timer.
+// CommonJS, run with \`eval\`; the thread drops node:sqlite's experimental warning as the
+// process does (src/nodeWarnings.ts).
 const THREAD_SOURCE = `
+(${dropSqliteExperimentalWarning.toString()})();
 const { parentPort, workerData } = require("node:worker_threads");
-const Database = require(workerData.driver);
-const db = new Database(workerData.file);
-db.pragma("busy_timeout = 5000");
+const { DatabaseSync } = require("node:sqlite");
+const db = new DatabaseSync(workerData.file, { timeout: 5000 });
+const checkpoint = db.prepare("PRAGMA wal_checkpoint(PASSIVE)");
 let failing = false;
 const timer = setInterval(() => {
   try {
-    db.pragma("wal_checkpoint(PASSIVE)");
+    checkpoint.all();
     if (failing) parentPort.postMessage({ recovered: true });
     failing = false;
   } catch (err) {
@@ -57,7 +61,7 @@ export function startCheckpointer(db: Db, onProblem: (problem: { error?: string;
   const closed = new Int32Array(new SharedArrayBuffer(4));
   const worker = new Worker(THREAD_SOURCE, {
     eval: true,
-    workerData: { file: db.name, driver: require.resolve("better-sqlite3"), everyMs: CHECKPOINT_EVERY_MS, closed },
+    workerData: { file: db.name, everyMs: CHECKPOINT_EVERY_MS, closed },
   });
   worker.on("message", onProblem);
   worker.on("error", (err) => onProblem({ error: err.message }));

@@ -1,11 +1,11 @@
 import fs from "node:fs";
 import path from "node:path";
-import Database from "better-sqlite3";
 import pg from "pg";
 import { sha256Hex } from "./ids";
+import { SqliteConnection, type Statement } from "./sqlite";
 import { postgresDatabase, sqliteDatabase, type SqlDatabase } from "./sql";
 
-export type Db = Database.Database;
+export type Db = SqliteConnection;
 
 const MIGRATIONS_DIR = path.join(__dirname, "migrations", "sqlite");
 const PG_MIGRATIONS_DIR = path.join(__dirname, "migrations", "postgres");
@@ -63,16 +63,15 @@ export async function migratePostgres(url: string, dir = PG_MIGRATIONS_DIR): Pro
  */
 export function openDatabase(file: string, migrationsDir = MIGRATIONS_DIR): Db {
   if (file !== ":memory:") fs.mkdirSync(path.dirname(file), { recursive: true });
-  const db = new Database(file);
+  // The CLI may write while the server runs: wait for the lock (busy_timeout) instead of failing.
+  const db = new SqliteConnection(file, { timeoutMs: 5000 });
   db.pragma("journal_mode = WAL");
   // WAL with synchronous=NORMAL is durable across process crashes (only a power loss can
   // drop the last transactions), at a fraction of FULL's fsync cost.
   db.pragma("synchronous = NORMAL");
   db.pragma("foreign_keys = ON");
-  // The CLI may write while the server runs: wait for the lock instead of failing.
-  db.pragma("busy_timeout = 5000");
   // Migrations hash existing secrets (003).
-  db.function("sha256_hex", { deterministic: true }, (v: unknown) => (typeof v === "string" ? sha256Hex(v) : null));
+  db.function("sha256_hex", (v) => (typeof v === "string" ? sha256Hex(v) : null));
   migrate(db, migrationsDir);
   return db;
 }
@@ -113,7 +112,7 @@ export function migrate(db: Db, dir: string): number[] {
         m.name,
         Date.now(),
       );
-    }).immediate();
+    }, "BEGIN IMMEDIATE");
     ran.push(m.version);
   }
   return ran;
@@ -123,8 +122,8 @@ export function migrate(db: Db, dir: string): number[] {
  * Prepared statements, compiled once per SQL text: preparing costs more than running a
  * simple query, and repositories run the same few statements all the time.
  */
-export function statementCache(db: Db): (sql: string) => Database.Statement {
-  const cache = new Map<string, Database.Statement>();
+export function statementCache(db: Db): (sql: string) => Statement {
+  const cache = new Map<string, Statement>();
   return (sql) => {
     let stmt = cache.get(sql);
     if (!stmt) {

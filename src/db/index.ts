@@ -31,6 +31,7 @@ export { AssetsRepository, type AssetPhase, type AssetRecord, type AssetVideoSpe
 export { publicKeyPem, type SigningKeyRecord } from "./repositories/signingKeys";
 export { hashApiKey, orderedNow, secretsEqual, sha256Hex } from "./ids";
 export { isStorageError, writeWhenStorageAllows } from "./storageErrors";
+export { SqliteConnection, sqliteErrorCode } from "./sqlite";
 export { startSweeping } from "./sweep";
 export { pruneWebhookHistory, type PrunedHistory } from "./history";
 

@@ -1,6 +1,7 @@
-import Database from "better-sqlite3";
-import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect } from "kysely";
+import { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, type SqliteStatement } from "kysely";
+import type { SQLInputValue } from "node:sqlite";
 import pg from "pg";
+import type { SqliteConnection } from "./sqlite";
 
 // One way to run SQL on either engine. Repositories write plain SQL with `?` placeholders in the
 // subset both SQLite and PostgreSQL speak (epoch-ms integers, 0/1 flags, JSON as text,
@@ -33,7 +34,7 @@ export interface Sql {
 /** The open database: statements, and what the engine-specific edges need. */
 export interface SqlDatabase extends Sql {
   /** The raw SQLite connection (the checkpointer, the health probe): SQLite only. */
-  readonly sqlite?: Database.Database;
+  readonly sqlite?: SqliteConnection;
   /** False once closed: writes retried later give up. */
   readonly isOpen: boolean;
   close(): Promise<void>;
@@ -136,7 +137,7 @@ class Root extends Handle implements SqlDatabase {
   constructor(
     dialect: Dialect,
     private readonly kysely: Kysely<unknown>,
-    readonly sqlite?: Database.Database,
+    readonly sqlite?: SqliteConnection,
   ) {
     super(dialect, kysely, null, null);
   }
@@ -151,28 +152,39 @@ class Root extends Handle implements SqlDatabase {
 }
 
 /**
- * better-sqlite3 compiles a statement per prepare; Kysely prepares per query. The repositories
- * run the same few statements all the time, so keep each compiled once.
+ * Kysely's SQLite dialect over a node:sqlite connection. Its statements take their parameters
+ * as one array and say whether they return rows; node:sqlite's take them spread and list their
+ * result columns (none for a statement that returns no rows). node:sqlite compiles a statement
+ * per prepare and Kysely prepares per query: the repositories run the same few statements all
+ * the time, so each is compiled once. Integers come back as numbers, as before (onair's are
+ * epoch milliseconds, counts and byte sizes).
  */
-function cachingPrepare(db: Database.Database): Database.Database {
-  const cache = new Map<string, Database.Statement>();
-  const prepare = db.prepare.bind(db);
-  return new Proxy(db, {
-    get(target, prop, receiver) {
-      if (prop === "prepare")
-        return (text: string) => {
-          let stmt = cache.get(text);
-          if (!stmt) cache.set(text, (stmt = prepare(text)));
-          return stmt;
-        };
-      const value = Reflect.get(target, prop, receiver);
-      return typeof value === "function" ? value.bind(target) : value;
+function kyselySqlite(db: SqliteConnection): SqliteDatabase {
+  const cache = new Map<string, SqliteStatement>();
+  return {
+    close: () => {
+      if (db.open) db.close();
     },
-  });
+    prepare(text) {
+      let stmt = cache.get(text);
+      if (!stmt) {
+        const s = db.prepare(text);
+        const args = (p: ReadonlyArray<unknown>) => p as SQLInputValue[];
+        stmt = {
+          reader: s.columns().length > 0,
+          all: (p) => s.all(...args(p)),
+          run: (p) => s.run(...args(p)),
+          iterate: (p) => s.iterate(...args(p)),
+        };
+        cache.set(text, stmt);
+      }
+      return stmt;
+    },
+  };
 }
 
-export function sqliteDatabase(db: Database.Database): SqlDatabase {
-  return new Root("sqlite", new Kysely({ dialect: new SqliteDialect({ database: cachingPrepare(db) }) }), db);
+export function sqliteDatabase(db: SqliteConnection): SqlDatabase {
+  return new Root("sqlite", new Kysely({ dialect: new SqliteDialect({ database: kyselySqlite(db) }) }), db);
 }
 
 /**

@@ -2,6 +2,8 @@
 // machine's state, not a bug: writes that must not be lost wait for room, and the API answers
 // 503 rather than 500.
 
+import { sqliteErrorCode } from "./sqlite";
+
 const STORAGE_ERROR_CODES = ["SQLITE_FULL", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_CANTOPEN"];
 
 /**
@@ -12,6 +14,9 @@ const PG_UNAVAILABLE = /^(53\d{3}|57P0[1-3]|08\d{3}|25006|ECONNREFUSED|ECONNRESE
 
 /** The database could not write for want of storage (full, read-only or failing disk) or could not be reached. */
 export function isStorageError(err: unknown): boolean {
+  // node:sqlite names every error ERR_SQLITE_ERROR and gives SQLite's own code as a number.
+  const sqlite = sqliteErrorCode(err);
+  if (sqlite) return STORAGE_ERROR_CODES.includes(sqlite);
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== "string") return /Connection terminated/.test(String((err as Error | null)?.message));
   return STORAGE_ERROR_CODES.some((c) => code === c || code.startsWith(`${c}_`)) || PG_UNAVAILABLE.test(code);

@@ -26,7 +26,7 @@ it("commits leave the log to the thread, which copies it into the database", asy
     db.exec("CREATE TABLE filler (b BLOB)");
     const insert = db.prepare("INSERT INTO filler (b) VALUES (?)");
     // 8 MiB, 2000 pages: past SQLite's 1000-page auto-checkpoint, which no commit runs now.
-    for (let t = 0; t < 8; t++) db.transaction(() => { for (let i = 0; i < 16; i++) insert.run(Buffer.alloc(64 * 1024, t)); })();
+    for (let t = 0; t < 8; t++) db.transaction(() => { for (let i = 0; i < 16; i++) insert.run(Buffer.alloc(64 * 1024, t)); });
     expect(fs.statSync(`${file}-wal`).size).toBeGreaterThan(8 * 1024 * 1024);
     await until(() => fs.statSync(file).size > before + 8 * 1024 * 1024, "the thread to copy the log into the database");
     expect(problems).toEqual([]);

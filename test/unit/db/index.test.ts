@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
-import Database from "better-sqlite3";
 import { migrate, openDatabase } from "../../../src/db/connection";
+import { SqliteConnection } from "../../../src/db/sqlite";
 import { openStore, type Store } from "../../../src/db";
 import { dropTestDatabase, openTestStore } from "../../helpers/database";
 import { tempDir } from "../../helpers/server";
@@ -26,7 +26,7 @@ describe("database", () => {
     fs.writeFileSync(path.join(dir, "002_second.sql"), "CREATE TABLE b (x INTEGER); INSERT INTO b VALUES (2);");
     fs.writeFileSync(path.join(dir, "001_first.sql"), "CREATE TABLE a (x INTEGER);");
     fs.writeFileSync(path.join(dir, "003_broken.sql"), "CREATE TABLE c (x INTEGER); THIS IS NOT SQL;");
-    const db = new Database(":memory:");
+    const db = new SqliteConnection(":memory:");
     expect(() => migrate(db, dir)).toThrow();
     // 001 and 002 stay applied; the broken 003 left nothing behind.
     expect(db.prepare("SELECT version FROM schema_migrations ORDER BY version").all()).toEqual([{ version: 1 }, { version: 2 }]);

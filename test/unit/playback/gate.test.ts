@@ -1,4 +1,4 @@
-import { exportSPKI, generateKeyPair, SignJWT, type KeyLike } from "jose";
+import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { addUriQuery } from "../../../src/hls";
 import { mintToken, PlaybackGate, readToken, verifyPlaybackJwt, type KnownKey, type PlaybackSubject } from "../../../src/playback";
 
@@ -69,7 +69,7 @@ describe("verifyPlaybackJwt", () => {
   let stranger: Awaited<ReturnType<typeof keyPair>>;
   const keys = new Map<string, KnownKey>();
   const findKey = async (userId: string, pub: string) => (userId === "owner" ? keys.get(pub) : undefined);
-  const sign = (k: { privateKey: KeyLike; pub: string }, claims: Record<string, unknown>, alg = "ES256") =>
+  const sign = (k: { privateKey: CryptoKey; pub: string }, claims: Record<string, unknown>, alg = "ES256") =>
     new SignJWT({ pub: k.pub, ...claims }).setProtectedHeader({ alg }).sign(k.privateKey);
 
   beforeAll(async () => {
