@@ -13,6 +13,7 @@ const UNIT = path.join(ROOT, "test/unit");
 const WHOLE_PROJECT = new Map<string, string>([
   ["layering.test.ts", "checks the module layering of all of src/"],
   ["testNames.test.ts", "checks the names of all of test/unit/"],
+  ["functionLength.test.ts", "checks the length of every function in src/"],
 ]);
 
 function testFiles(dir: string): string[] {
