@@ -4,19 +4,27 @@
 // experimental or not, is printed as before. Loaded first by each entry point, and run in the
 // checkpointer's thread too (a thread has its own `process.emitWarning`).
 
-/** Installs the filter on this thread's `process`. Self-contained: its source runs in threads. */
-export function dropSqliteExperimentalWarning(): void {
+/**
+ * The filter as plain JavaScript, run as is here and in the checkpointer's thread: source text
+ * rather than a function's toString(), which is whatever a transpiler or a coverage tool made of
+ * it (and may call helpers the thread does not have).
+ */
+export const DROP_SQLITE_WARNING_SOURCE = `(() => {
   const marker = Symbol.for("onair.dropSqliteExperimentalWarning");
-  const proc = process as unknown as Record<symbol, boolean> & NodeJS.Process;
-  if (proc[marker]) return;
-  proc[marker] = true;
+  if (process[marker]) return;
+  process[marker] = true;
   const emit = process.emitWarning;
-  process.emitWarning = function (this: unknown, warning: string | Error, ...rest: unknown[]) {
-    const type = typeof rest[0] === "string" ? rest[0] : (rest[0] as { type?: string } | undefined)?.type ?? (warning as Error).name;
-    const text = typeof warning === "string" ? warning : warning?.message;
+  process.emitWarning = function (warning, ...rest) {
+    const type = typeof rest[0] === "string" ? rest[0] : (rest[0] && rest[0].type) || (warning && warning.name);
+    const text = typeof warning === "string" ? warning : warning && warning.message;
     if (type === "ExperimentalWarning" && typeof text === "string" && text.startsWith("SQLite is an experimental feature")) return;
-    return (emit as (...a: unknown[]) => void).call(process, warning, ...rest);
-  } as typeof process.emitWarning;
+    return emit.call(process, warning, ...rest);
+  };
+})();`;
+
+/** Installs the filter on this thread's `process` (once). */
+export function dropSqliteExperimentalWarning(): void {
+  new Function(DROP_SQLITE_WARNING_SOURCE)();
 }
 
 dropSqliteExperimentalWarning();

@@ -1,6 +1,6 @@
 import { Worker } from "node:worker_threads";
 import type { Db } from "./connection";
-import { dropSqliteExperimentalWarning } from "../nodeWarnings";
+import { DROP_SQLITE_WARNING_SOURCE } from "../nodeWarnings";
 
 // SQLite in WAL mode copies the log back into the database (a checkpoint) from whichever
 // connection commits past 1000 pages, inside that commit: 4 MiB of writes and an fsync on the
@@ -15,7 +15,7 @@ const CHECKPOINT_EVERY_MS = 1_000;
 // CommonJS, run with \`eval\`; the thread drops node:sqlite's experimental warning as the
 // process does (src/nodeWarnings.ts).
 const THREAD_SOURCE = `
-(${dropSqliteExperimentalWarning.toString()})();
+${DROP_SQLITE_WARNING_SOURCE}
 const { parentPort, workerData } = require("node:worker_threads");
 const { DatabaseSync } = require("node:sqlite");
 const db = new DatabaseSync(workerData.file, { timeout: 5000 });
@@ -63,12 +63,22 @@ export function startCheckpointer(db: Db, onProblem: (problem: { error?: string;
     eval: true,
     workerData: { file: db.name, everyMs: CHECKPOINT_EVERY_MS, closed },
   });
+  let stopped = false;
   worker.on("message", onProblem);
-  worker.on("error", (err) => onProblem({ error: err.message }));
+  // A thread that died (it could not open the file, its code failed): the connection on the
+  // loop checkpoints again, and nothing waits for a close that will never come.
+  const died = () => {
+    Atomics.store(closed, 0, 1);
+    if (!stopped && db.open) db.pragma("wal_autocheckpoint = 1000");
+  };
+  worker.on("error", (err) => {
+    onProblem({ error: `${err.message}; checkpoints go back to the connection's own commits` });
+    died();
+  });
+  worker.on("exit", died);
   // A thread alone must not keep the process alive.
   worker.unref();
   db.pragma("wal_autocheckpoint = 0");
-  let stopped = false;
   return {
     stop: () => {
       if (stopped) return;

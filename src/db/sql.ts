@@ -169,7 +169,8 @@ function kyselySqlite(db: SqliteConnection): SqliteDatabase {
       let stmt = cache.get(text);
       if (!stmt) {
         const s = db.prepare(text);
-        const args = (p: ReadonlyArray<unknown>) => p as SQLInputValue[];
+        // undefined binds as NULL, as it does on PostgreSQL (node:sqlite alone would throw).
+        const args = (p: ReadonlyArray<unknown>) => p.map((v) => (v === undefined ? null : v)) as SQLInputValue[];
         stmt = {
           reader: s.columns().length > 0,
           all: (p) => s.all(...args(p)),

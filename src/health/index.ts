@@ -53,6 +53,9 @@ export async function probeDatabaseWritable(store: SqlDatabase, lockWaitMs = 100
       return `not writable: ${(err as Error).message}`;
     }
   }
+  // A transaction of ours is open on the connection (it awaits between statements): the
+  // database takes writes, and a BEGIN here would fail and its ROLLBACK undo that transaction.
+  if (db.inTransaction) return;
   // Another process (cli, worker) may hold the lock for a moment: wait briefly, not the
   // connection's 5 s, as this blocks the event loop while it waits.
   const previous = db.pragma("busy_timeout", { simple: true }) as number;
@@ -61,6 +64,7 @@ export async function probeDatabaseWritable(store: SqlDatabase, lockWaitMs = 100
     db.exec("BEGIN IMMEDIATE");
     db.exec("ROLLBACK");
   } catch (err) {
+    // Only the BEGIN above can have opened a transaction here (none was open before it).
     if (db.inTransaction) db.exec("ROLLBACK");
     return `not writable: ${(err as Error).message}`;
   } finally {
