@@ -20,9 +20,11 @@ export const SHUTDOWN_PHASES = [
   // event sink still takes events; recordings handed to finalize.
   { name: "sessions", title: "end live sessions", boundMs: 5_000 },
   // What the sessions left: the RTMP server, any ffmpeg still draining (a multistream push),
-  // this node's streams' leases (another node may take a reconnecting publisher at once), the
-  // last viewer counts.
+  // the last viewer counts.
   { name: "release", title: "release what the sessions held", boundMs: 3_000 },
+  // This node's streams' leases given back, only once its ffmpeg are gone: another node may
+  // take a reconnecting publisher at once, and must not push to a destination this one still does.
+  { name: "handover", title: "give back this node's streams", boundMs: 2_000 },
   // HTTP listeners and webhook deliveries side by side, each with its own 3 s grace; the
   // sweeps and watches stop.
   { name: "drain", title: "drain queues and connections", boundMs: 4_000 },

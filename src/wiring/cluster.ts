@@ -24,7 +24,7 @@ export async function wireCluster({ config, log, stops, has }: Wiring, store: St
     databaseUrl: config.databaseUrl,
   });
   await cluster.start();
-  // Its streams' leases given back: another node may take a reconnecting publisher at once.
-  stops.register("release", "cluster node", () => cluster.stop(true));
+  // Its streams' leases given back once its ffmpeg are gone (see SHUTDOWN_PHASES).
+  stops.register("handover", "cluster node", () => cluster.stop(true));
   return { cluster, node };
 }

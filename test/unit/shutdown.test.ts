@@ -109,7 +109,7 @@ describe("Shutdown", () => {
   });
 
   it("the phases are declared once, in the order the server stops", () => {
-    expect(SHUTDOWN_PHASES.map((p) => p.name)).toEqual<ShutdownPhase[]>(["intake", "sessions", "release", "drain", "stores"]);
+    expect(SHUTDOWN_PHASES.map((p) => p.name)).toEqual<ShutdownPhase[]>(["intake", "sessions", "release", "handover", "drain", "stores"]);
     for (const p of SHUTDOWN_PHASES) expect(p.boundMs).toBeGreaterThan(0);
   });
 
