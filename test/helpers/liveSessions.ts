@@ -195,11 +195,22 @@ export class RecordingEvents implements EventSink {
 
 const mediaCache = new Map<string, Fmp4Piece[][]>();
 
-/** The fMP4 the live pipeline's ffmpeg writes for `seconds` of a published H.264/AAC stream, source rendition only (made once). */
-export async function sourceMedia(dir: string, seconds = 3): Promise<Fmp4Piece[][]> {
+/** The fMP4 the live pipeline's ffmpeg writes for `seconds` of a published H.264/AAC stream, source rendition only (made once, in a folder of its own removed after). */
+export async function sourceMedia(seconds = 3): Promise<Fmp4Piece[][]> {
   const key = String(seconds);
   const cached = mediaCache.get(key);
   if (cached) return cached;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "onair-media-"));
+  try {
+    const pieces = await encodeSourceMedia(dir, seconds);
+    mediaCache.set(key, pieces);
+    return pieces;
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function encodeSourceMedia(dir: string, seconds: number): Promise<Fmp4Piece[][]> {
   const flv = path.join(dir, `src${seconds}.flv`);
   const made = spawnSync(FFMPEG, [
     "-hide_banner", "-loglevel", "error", "-y",
@@ -209,9 +220,7 @@ export async function sourceMedia(dir: string, seconds = 3): Promise<Fmp4Piece[]
   ]);
   if (made.status !== 0) throw new Error(String(made.stderr));
   const args = buildLiveArgs({ inputUrl: flv, renditions: renditionLadder([], 1), segmentSeconds: 1, fragmentMicros: 200_000, audioBitrate: 96_000 });
-  const pieces = await fmp4FromPipes(args, 1);
-  mediaCache.set(key, pieces);
-  return pieces;
+  return fmp4FromPipes(args, 1);
 }
 
 export interface LiveWorld {

@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import dgram from "node:dgram";
 import { PeerConnection, Audio, Video, initLogger, type Track } from "node-datachannel";
-if (process.env.WHIP_DEBUG) initLogger("Debug", (level, msg) => { if (!/RTP|SRTP|Sending|Received/.test(msg)) process.stderr.write(`[ndc ${level}] ${msg}\n`); });
+if (process.env.WHIP_DEBUG) initLogger("Debug", (level, msg) => { if (!msg.match(/RTP|SRTP|Sending|Received/)) process.stderr.write(`[ndc ${level}] ${msg}\n`); });
 import { FFMPEG } from "./media";
 import { isRtcp } from "../../src/ingest";
 

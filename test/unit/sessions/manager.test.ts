@@ -1,6 +1,3 @@
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import type { StreamRecord } from "../../../src/db";
 import type { Fmp4Piece } from "../../../src/hls";
 import { SessionManager, StreamKeyIndex, type SessionManagerDeps, type StreamRuntime } from "../../../src/sessions";
@@ -11,12 +8,9 @@ import { liveWorld, settle, sourceMedia, until, type LiveWorld } from "../../hel
 // stream's runtime runs on fake pipelines and a fake clock, on the project's store.
 
 let media: Fmp4Piece[][];
-let mediaDir: string;
 beforeAll(async () => {
-  mediaDir = fs.mkdtempSync(path.join(os.tmpdir(), "onair-media-"));
-  media = await sourceMedia(mediaDir);
+  media = await sourceMedia();
 });
-afterAll(() => fs.rmSync(mediaDir, { recursive: true, force: true }));
 
 let w: LiveWorld;
 let userId: string;
@@ -58,6 +52,16 @@ async function goLive(m: SessionManager, stream: StreamRecord): Promise<StreamRu
   await until(`${stream.name} is live`, () => rt.isLive);
   await settle();
   return rt;
+}
+
+/** Streams "a" and "b", each published by "pub-a" / "pub-b" and live, on one manager. */
+async function twoLive(): Promise<{ m: SessionManager; a: StreamRecord; b: StreamRecord; ra: StreamRuntime; rb: StreamRuntime }> {
+  const a = await newStream("a");
+  const b = await newStream("b");
+  const m = await manager();
+  await publish(m, a, "pub-a");
+  await publish(m, b, "pub-b");
+  return { m, a, b, ra: await goLive(m, a), rb: await goLive(m, b) };
 }
 
 /** Every stream.started is followed by exactly one stream.idle before the next. */
@@ -124,13 +128,7 @@ describe("SessionManager", () => {
   });
 
   it("one stream's pipeline failure ends its session only: another stream stays live, its pipeline untouched", async () => {
-    const a = await newStream("a");
-    const b = await newStream("b");
-    const m = await manager();
-    await publish(m, a, "pub-a");
-    await publish(m, b, "pub-b");
-    const ra = await goLive(m, a);
-    const rb = await goLive(m, b);
+    const { m, a, b, ra, rb } = await twoLive();
     const bRun = w.pipelines.latest(b.id);
 
     for (let n = 0; n < MAX_PIPELINE_RESTARTS; n++) {
@@ -155,13 +153,7 @@ describe("SessionManager", () => {
   });
 
   it("one stream's publisher leaving and its window running out leaves another stream live", async () => {
-    const a = await newStream("a");
-    const b = await newStream("b");
-    const m = await manager();
-    await publish(m, a, "pub-a");
-    await publish(m, b, "pub-b");
-    const ra = await goLive(m, a);
-    const rb = await goLive(m, b);
+    const { m, a, b, ra, rb } = await twoLive();
     m.onPublishEnd("pub-a");
     await until("a's window is running", () => w.clock.pendingDelays().includes(10_000));
     await w.clock.advance(10_000);
@@ -199,13 +191,7 @@ describe("SessionManager", () => {
   });
 
   it("storage failing ends every live session with the problem as the reason", async () => {
-    const a = await newStream("a");
-    const b = await newStream("b");
-    const m = await manager();
-    await publish(m, a, "pub-a");
-    await publish(m, b, "pub-b");
-    const ra = await goLive(m, a);
-    const rb = await goLive(m, b);
+    const { m, a, b, ra, rb } = await twoLive();
     await m.storageFailed("the data directory's disk is full");
     for (const rt of [ra, rb]) {
       expect((await w.store.sessions.get(rt.session.id))!.endReason).toBe("storage unavailable: the data directory's disk is full");

@@ -1,5 +1,4 @@
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import type { Fmp4Piece } from "../../../src/hls";
 import type { StreamRecord } from "../../../src/db";
@@ -11,12 +10,9 @@ import { liveWorld, settle, sourceMedia, until, type LiveWorld } from "../../hel
 // file, and the events and observer calls recorded. No ffmpeg runs, no time passes.
 
 let media: Fmp4Piece[][];
-let mediaDir: string;
 beforeAll(async () => {
-  mediaDir = fs.mkdtempSync(path.join(os.tmpdir(), "onair-media-"));
-  media = await sourceMedia(mediaDir);
+  media = await sourceMedia();
 });
-afterAll(() => fs.rmSync(mediaDir, { recursive: true, force: true }));
 
 let w: LiveWorld;
 let stream: StreamRecord;
