@@ -9,4 +9,7 @@ module.exports = {
   transform,
   transformIgnorePatterns,
   testTimeout: 240000,
+  // The failover suite's WHEP viewer is a libdatachannel peer, whose native callbacks stay
+  // referenced after it closes (as in jest.config.js): the run would never end by itself.
+  forceExit: true,
 };

@@ -66,11 +66,12 @@ export class ClusterNode {
   }
 
   private async beat(): Promise<void> {
-    const now = Date.now();
     try {
-      await this.o.store.nodes.beat(this.o.node, now, now + this.o.leaseMs);
+      const held = await this.o.store.nodes.beat(this.o.node, this.o.leaseMs);
       if (!this.lastBeatOk) this.o.log.info("node heartbeat recorded again");
       this.lastBeatOk = true;
+      // A lease taken while this node was away (paused, cut from the database): its session stops here first.
+      await this.o.sessions?.leasesHeld(held);
     } catch (err) {
       if (this.lastBeatOk) this.o.log.error({ err }, "could not record this node's heartbeat: other nodes take its streams once its leases run out");
       this.lastBeatOk = false;
@@ -81,7 +82,7 @@ export class ClusterNode {
   private async sweep(): Promise<void> {
     const { o } = this;
     try {
-      const alive = (await o.store.nodes.alive(Date.now() - o.leaseMs)).map((n) => n.id);
+      const alive = (await o.store.nodes.alive(o.leaseMs)).map((n) => n.id);
       if (!alive.includes(o.node.id)) alive.push(o.node.id);
       for (const s of await o.store.sessions.listOpenOrphans(alive)) {
         await endOrphanedSession(o.orphans, s, `node ${s.nodeId} stopped answering: its session ended when its lease ran out`);
@@ -92,26 +93,12 @@ export class ClusterNode {
   }
 
   /**
-   * NOTIFY keeps nothing for a listener that was away: every poll, each live stream here is
-   * checked against the database (suspended, deleted, or its lease lost to another node).
+   * NOTIFY keeps nothing for a listener that was away, and only wakes the nodes: every poll, the
+   * live streams here converge on their stored control state (suspended, deleted, terminated,
+   * changed settings, or the lease taken by another node), in one query.
    */
-  private async poll(): Promise<void> {
-    const sessions = this.o.sessions!;
-    for (const runtime of sessions.runtimes()) {
-      if (runtime.isEnding) continue;
-      const streamId = runtime.stream.id;
-      try {
-        const s = await this.o.store.events.streamIncludingDeleted(streamId);
-        if (!s || s.deletedAt !== null) sessions.interrupt(streamId, "deleted");
-        else if (s.suspended) sessions.interrupt(streamId, "suspended");
-        else if ((await this.o.store.nodes.holder(streamId, Date.now())) !== this.o.node.id) {
-          this.o.log.warn({ streamId }, "this node's lease on a live stream was lost (a missed heartbeat): ending the session here");
-          sessions.interrupt(streamId, "terminated");
-        }
-      } catch (err) {
-        this.o.log.warn({ err, streamId }, "control poll: could not check a live stream; will retry");
-      }
-    }
+  private poll(): Promise<void> {
+    return this.o.sessions!.reconcile();
   }
 
   /** Stops beating; `leave`: this node's leases end now (a clean stop), so others may take its streams at once. */

@@ -16,7 +16,7 @@ export function remoteLiveNode(store: Store, selfId: string): (playbackId: strin
     if (hit && now - hit.at < TTL_MS) return hit.url;
     let url: string | undefined;
     const stream = await store.streams.getByPlaybackId(playbackId);
-    const holder = stream && (await store.nodes.holder(stream.id, now));
+    const holder = stream && (await store.nodes.holder(stream.id));
     if (holder && holder !== selfId) url = (await store.nodes.get(holder))?.internalUrl ?? undefined;
     if (cache.size > 10_000) cache.clear();
     cache.set(playbackId, { at: now, url });

@@ -15,6 +15,11 @@ export interface Clock {
   clearInterval(timer: ClockTimer | undefined): void;
 }
 
+/** The real clock shifted by `offsetMs` (NODE_CLOCK_OFFSET_MS: a node whose clock is wrong). */
+export function offsetClock(offsetMs: number): Clock {
+  return offsetMs === 0 ? realClock : { ...realClock, now: () => Date.now() + offsetMs };
+}
+
 export const realClock: Clock = {
   now: () => Date.now(),
   setTimeout: (fn, ms) => setTimeout(fn, ms),

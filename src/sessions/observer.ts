@@ -32,6 +32,11 @@ export interface LiveSessionInfo {
   record: boolean;
   /** Carries streamId and sessionId on every line. */
   log: Logger;
+  /**
+   * Another node took the stream's lease: the session stops here, and what observers would
+   * write or raise about it (a recording's hand-off, multistream events) is not theirs to any more.
+   */
+  leaseLost(): boolean;
 }
 
 /**

@@ -11,7 +11,7 @@ export interface ClusterArea {
 
 /** This process as a node: its heartbeat (and its streams' leases), the janitor, and on an ingest node the notices of other nodes. */
 export async function wireCluster({ config, log, stops, has }: Wiring, store: Store, { sessions, orphans }: SessionsArea): Promise<ClusterArea> {
-  const node: ClusterArea["node"] = { id: config.nodeId, roles: [...config.roles], internalUrl: config.internalUrlSetting ?? null, startedAt: Date.now() };
+  const node: ClusterArea["node"] = { id: config.nodeId, roles: [...config.roles], internalUrl: config.internalUrlSetting ?? null, rtmpAddress: null, startedAt: Date.now() };
   const cluster = new ClusterNode({
     store,
     log,

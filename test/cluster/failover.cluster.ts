@@ -9,7 +9,9 @@ import { FFPROBE, ffmpegPidsMentioning, pushTestStream, waitFor } from "../helpe
 import { startReceiver, type Receiver } from "../helpers/receiver";
 import { tempDir } from "../helpers/server";
 import { deleteKeys, uniquePrefix } from "../queue/redis";
-import { client, rtmpBalancer, reconnectingPublisher, REDIS_URL, startNode, throwAwayDatabase, type Node } from "./cluster";
+import { client, clusterEnv, rtmpBalancer, reconnectingPublisher, startNode, type Node } from "../helpers/cluster";
+import { throwAwayDatabase, type ThrowAwayDatabase } from "../helpers/postgres";
+import { whepPlay } from "../helpers/whepClient";
 
 // Three onair processes on one PostgreSQL database, Redis and bucket (issue 16):
 //   A: api + worker      B, C: api + ingest      an L4 balancer in front of B and C for RTMP.
@@ -20,7 +22,7 @@ const BUCKET = "onair-cluster";
 const LEASE_SECONDS = 3;
 
 let work: string;
-let db: Awaited<ReturnType<typeof throwAwayDatabase>>;
+let db: ThrowAwayDatabase;
 let s3: S3rver;
 let s3Port: number;
 let receiver: Receiver;
@@ -30,7 +32,7 @@ const stops: (() => Promise<unknown> | unknown)[] = [];
 
 beforeAll(async () => {
   work = tempDir("onair-cluster-");
-  db = await throwAwayDatabase(`onair_cluster_${process.pid}`);
+  db = await throwAwayDatabase("cluster");
   s3 = new S3rver({ port: 0, address: "127.0.0.1", silent: true, directory: path.join(work, "s3"), configureBuckets: [{ name: BUCKET, configs: [] }] });
   s3Port = (await s3.run()).port;
   receiver = await startReceiver(() => 200);
@@ -53,25 +55,12 @@ afterAll(async () => {
 }, 60_000);
 
 function env(roles: string): Record<string, string> {
-  return {
-    ONAIR_ROLES: roles,
-    DATABASE_URL: db.url,
-    REDIS_URL,
-    REDIS_PREFIX: prefix,
-    S3_ENDPOINT: `http://127.0.0.1:${s3Port}`,
-    S3_BUCKET: BUCKET,
-    S3_ACCESS_KEY_ID: "S3RVER",
-    S3_SECRET_ACCESS_KEY: "S3RVER",
-    NODE_HEARTBEAT_SECONDS: "1",
-    NODE_LEASE_SECONDS: String(LEASE_SECONDS),
-    CONTROL_POLL_SECONDS: "5",
-    HLS_SEGMENT_SECONDS: "1",
-    RECONNECT_WINDOW_SECONDS: "0",
+  return clusterEnv(
+    { roles, databaseUrl: db.url, redisPrefix: prefix, s3Port, bucket: BUCKET, leaseSeconds: LEASE_SECONDS },
     // One bucket per key across the API nodes: 1 token a second after a burst of 100.
-    API_RATE_LIMIT: "1",
-    API_RATE_BURST: "100",
-    DESTINATION_ALLOW_HOSTS: "127.0.0.1,localhost",
-  };
+    // WebRTC peers on loopback, where the test's WHEP viewer is.
+    { CONTROL_POLL_SECONDS: "5", API_RATE_LIMIT: "1", API_RATE_BURST: "100", WEBRTC_BIND_ADDRESS: "127.0.0.1" },
+  );
 }
 
 const openSessions = async (streamId: string) =>
@@ -118,6 +107,17 @@ it("runs a stream on one node, controls it from another, and survives that node'
     }, 15_000, 250);
     expect(media).toMatch(/#EXT-X-PART/);
   }
+  // WHEP through A and C is passed to B, which packages the stream: the answer is B's peer, so
+  // the media comes from B; the resource (GET, DELETE) is reached through the node that gave it.
+  for (const [name, base] of [["A", a.base], ["C", c.base]] as const) {
+    const viewer = await whepPlay(`${base}/whep/${s1.playbackId}`);
+    expect([name, viewer.status]).toEqual([name, 201]);
+    expect(viewer.resource!.startsWith(`${base}/whep/${s1.playbackId}/`)).toBe(true);
+    await waitFor(`a WebRTC keyframe through ${name}`, () => viewer.firstFrameMs !== undefined, 15_000);
+    expect((await viewer.state()).framesSent).toBeGreaterThan(0);
+    expect(await viewer.stop()).toBe(200);
+    expect((await fetch(viewer.resource!)).status).toBe(404);
+  }
 
   // --- the control path: a suspend sent to A stops B's publisher ---
   const s2 = (await viaA("POST", "/stream", { name: "suspended on A" })).body;
@@ -133,7 +133,7 @@ it("runs a stream on one node, controls it from another, and survives that node'
   const s3 = (await viaA("POST", "/stream", { name: "suspended while B is deaf" })).body;
   const push3 = pushTestStream(rtmp(s3.streamKey), { seconds: 60, fps: 15 });
   await waitFor("stream 3 live on B", async () => (await liveSession(s3.id))?.node_id === "B", 15_000, 200);
-  const cut = await db.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'onair-notices B'");
+  const cut = await db.query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'onair-notices B' AND datname = current_database()");
   expect(cut).toHaveLength(1);
   t = Date.now();
   expect((await viaA("PATCH", `/stream/${s3.id}`, { suspended: true })).status).toBe(204);

@@ -45,11 +45,18 @@ export const cluster = area("cluster", {
     unit: "seconds",
     doc: "How long after a node's last heartbeat another node may take its streams and end its sessions; at least twice `NODE_HEARTBEAT_SECONDS`.",
   }).at("leaseMs", (s) => s * 1000),
+  NODE_CLOCK_OFFSET_MS: integer({
+    default: 0,
+    min: -86_400_000,
+    max: 86_400_000,
+    unit: "ms",
+    doc: "Shifts this node's own clock (its sessions' times and timers' view of now) by this much: for fault tests of a node whose clock is wrong. Leases and node liveness use the database's clock, so such a node keeps its streams and ends no one else's.",
+  }).at("clockOffsetMs"),
   CONTROL_POLL_SECONDS: integer({
     default: 5,
     min: 1,
     max: 60,
     unit: "seconds",
-    doc: "How often an ingest node checks its live streams against the database, in case it missed a suspend or delete notice (PostgreSQL `NOTIFY` keeps nothing for a listener that was disconnected).",
+    doc: "How often an ingest node converges its live streams on their stored control state (suspended, deleted, terminated, changed settings, a lease taken), in case it missed a notice (PostgreSQL `NOTIFY` keeps nothing for a listener that was disconnected).",
   }).at("controlPollMs", (s) => s * 1000),
 });

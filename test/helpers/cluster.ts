@@ -2,42 +2,35 @@ import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
 import path from "node:path";
-import pg from "pg";
-import { waitFor } from "../helpers/media";
+import { waitFor } from "./media";
 
 // The pieces of a cluster on loopback: a database of its own on the PostgreSQL server, s3rver
 // for the bucket, onair processes (each in its own process group, so that a kill takes its
 // ffmpeg children too, as a machine's death would), and a TCP balancer for RTMP.
 
 const ROOT = path.resolve(__dirname, "../..");
-export const PG_SERVER = process.env.TEST_DATABASE_URL || "postgres://postgres@127.0.0.1:5432/postgres";
 export const REDIS_URL = process.env.TEST_REDIS_URL || "redis://127.0.0.1:6379";
 
-export function urlWithDatabase(base: string, database: string): string {
-  const u = new URL(base);
-  u.pathname = `/${database}`;
-  return u.toString();
-}
-
-/** A throw-away database; `drop()` removes it (and cuts whatever is still connected). */
-export async function throwAwayDatabase(name: string): Promise<{ url: string; query<R extends pg.QueryResultRow>(sql: string, params?: unknown[]): Promise<R[]>; drop(): Promise<void> }> {
-  const admin = new pg.Client({ connectionString: PG_SERVER });
-  await admin.connect();
-  await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  await admin.query(`CREATE DATABASE "${name}"`);
-  await admin.end();
-  const url = urlWithDatabase(PG_SERVER, name);
-  const pool = new pg.Pool({ connectionString: url, max: 2 });
+/**
+ * A node's settings in the cluster tests: the shared database, Redis prefix and bucket (s3rver),
+ * short heartbeats and leases, 1 s segments, no reconnect window; `over` changes any of them.
+ */
+export function clusterEnv(shared: { roles: string; databaseUrl: string; redisPrefix: string; s3Port: number; bucket: string; leaseSeconds: number }, over: Record<string, string> = {}): Record<string, string> {
   return {
-    url,
-    query: async (sql, params) => (await pool.query(sql, params)).rows,
-    drop: async () => {
-      await pool.end();
-      const c = new pg.Client({ connectionString: PG_SERVER });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-      await c.end();
-    },
+    ONAIR_ROLES: shared.roles,
+    DATABASE_URL: shared.databaseUrl,
+    REDIS_URL,
+    REDIS_PREFIX: shared.redisPrefix,
+    S3_ENDPOINT: `http://127.0.0.1:${shared.s3Port}`,
+    S3_BUCKET: shared.bucket,
+    S3_ACCESS_KEY_ID: "S3RVER",
+    S3_SECRET_ACCESS_KEY: "S3RVER",
+    NODE_HEARTBEAT_SECONDS: "1",
+    NODE_LEASE_SECONDS: String(shared.leaseSeconds),
+    HLS_SEGMENT_SECONDS: "1",
+    RECONNECT_WINDOW_SECONDS: "0",
+    DESTINATION_ALLOW_HOSTS: "127.0.0.1,localhost",
+    ...over,
   };
 }
 
@@ -119,7 +112,7 @@ export async function startNode(name: string, dataDir: string, env: Record<strin
  * The L4 load balancer in front of the ingest nodes: each connection goes to the first node of
  * `order()` that accepts it (a dead node refuses, as a health-checked balancer would skip it).
  */
-export async function rtmpBalancer(order: () => number[]): Promise<{ port: number; close(): Promise<void> }> {
+export async function rtmpBalancer(order: () => number[]): Promise<{ port: number; close(): Promise<void>; cut(): void }> {
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     sockets.add(client);
@@ -146,6 +139,10 @@ export async function rtmpBalancer(order: () => number[]): Promise<{ port: numbe
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return {
     port: (server.address() as net.AddressInfo).port,
+    /** Drops every connection through it, as a network cut does; the balancer keeps listening. */
+    cut: () => {
+      for (const s of sockets) s.destroy();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
@@ -212,4 +209,77 @@ export function client(apiUrl: string, key: string) {
     }
     return { status: res.status, body: json, text };
   };
+}
+
+/** A process as /proc shows it. */
+export interface ProcInfo {
+  pid: number;
+  ppid: number;
+  /** R, S, D, T (stopped), Z, … */
+  state: string;
+  comm: string;
+  args: string;
+  cwd: string;
+}
+
+function readProc(pid: number): ProcInfo | undefined {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    // "pid (comm) state ppid …": comm may hold spaces and parentheses, so split at the last ")".
+    const close = stat.lastIndexOf(")");
+    const [state, ppid] = stat.slice(close + 2).split(" ");
+    let cwd = "";
+    try {
+      cwd = fs.readlinkSync(`/proc/${pid}/cwd`);
+    } catch {
+      // not ours to read, or gone
+    }
+    const args = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
+    return { pid, ppid: Number(ppid), state: state!, comm: stat.slice(stat.indexOf("(") + 1, close), args, cwd };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every process on the machine (read from /proc: cheap enough to sample every 200 ms). */
+export function processes(): ProcInfo[] {
+  return fs
+    .readdirSync("/proc")
+    .filter((d) => /^\d+$/.test(d))
+    .map((d) => readProc(Number(d)))
+    .filter((p): p is ProcInfo => p !== undefined);
+}
+
+/** `pid` and all its descendants (onair's ffmpeg children run in process groups of their own, so -pid misses them). */
+export function processTree(pid: number, all = processes()): number[] {
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) for (const p of all) if (p.ppid === tree[i]) tree.push(p.pid);
+  return tree;
+}
+
+/**
+ * Pauses a node as a hypervisor pauses its VM: onair and every process under it stop at once
+ * (stopping onair alone would leave its ffmpeg writing segments, which no real fault does).
+ * Returns what to call to resume them.
+ */
+export function pauseNode(node: Node): { pids: number[]; resume(): void } {
+  const pids = processTree(node.pid);
+  for (const pid of pids) signal(pid, "SIGSTOP");
+  let resumed = false;
+  return {
+    pids,
+    resume: () => {
+      if (resumed) return;
+      resumed = true;
+      for (const pid of pids) signal(pid, "SIGCONT");
+    },
+  };
+}
+
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // gone meanwhile
+  }
 }
