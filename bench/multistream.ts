@@ -108,8 +108,6 @@ interface BenchStream {
   name: string;
   id: string;
   playbackId: string;
-  sourceUrl: string;
-  renditionUrl: string;
   /** The three processes measured, found once every push is connected. */
   pids?: { pipeline: number; source: number; rendition: number };
 }
@@ -200,7 +198,7 @@ async function main(): Promise<void> {
         profiles: ladder,
         multistream: { targets: [{ id: tSource.id, profile: "source" }, { id: tRendition.id, profile: settings.rendition }] },
       });
-      streams.push({ name: `stream ${i}`, id: s.id, playbackId: s.playbackId!, sourceUrl: source.url, renditionUrl: rendition.url });
+      streams.push({ name: `stream ${i}`, id: s.id, playbackId: s.playbackId! });
       new Child(`publisher ${i}`, ffmpeg, ["-hide_banner", "-nostdin", "-loglevel", "error", "-re", "-stream_loop", "-1", "-i", clip, "-c", "copy", "-f", "flv", `rtmp://127.0.0.1:${server.rtmpPort}/live/${s.streamKey}`]);
     }
 
@@ -214,9 +212,13 @@ async function main(): Promise<void> {
     }
     for (const s of streams) {
       const pid = (match: (args: string[]) => boolean) => server.processes.pids().find((p) => match(commandLine(p)));
-      const pipeline = pid((a) => a.includes("hls") && a.some((x) => x.includes(s.playbackId)));
-      const source = pid((a) => a.includes("-progress") && a.includes(s.sourceUrl));
-      const rendition = pid((a) => a.includes("-progress") && a.includes(s.renditionUrl));
+      // Named by their inputs: the pipeline and the source push read the stream on the local RTMP
+      // server (under the stream's id), the rendition push its live HLS; the destination is in
+      // no argv (onair publishes rtmp itself).
+      const local = (a: string[]) => a.some((x) => x.startsWith("rtmp://") && x.endsWith(`/${s.id}`));
+      const pipeline = pid((a) => local(a) && a.includes("-filter_complex"));
+      const source = pid((a) => local(a) && a.includes("-flvflags"));
+      const rendition = pid((a) => a.includes("-flvflags") && a.includes("-live_start_index") && a.some((x) => x.includes(`/${s.playbackId}/`)));
       if (!pipeline || !source || !rendition) throw new Error(`${s.name}: cannot find its processes (pipeline ${pipeline}, source push ${source}, rendition push ${rendition})`);
       s.pids = { pipeline, source, rendition };
     }
@@ -261,7 +263,7 @@ async function main(): Promise<void> {
     process.stdout.write(
       `CPU over ${wall.toFixed(1)} s, % of one core (user + system, /proc/<pid>/stat):\n` +
         formatTable(["stream", "pipeline ffmpeg (baseline)", "source push", `${settings.rendition} push`, "source push / pipeline", `${settings.rendition} push / pipeline`], rows) +
-        `\n  node process (RTMP relay to pipeline and source pushes, API, bench polling): ${((100 * (nodeCpu.user + nodeCpu.system)) / 1e6 / wall).toFixed(1)} % of one core\n\n`,
+        `\n  node process (local RTMP server, HLS packager, the pushes' RTMP publishing, API, bench polling): ${((100 * (nodeCpu.user + nodeCpu.system)) / 1e6 / wall).toFixed(1)} % of one core\n\n`,
     );
   } finally {
     for (const c of [...running].filter((c) => c.name.startsWith("publisher"))) await c.stop();

@@ -9,7 +9,8 @@ import { RetryLater, type Job } from "../queue";
 import type { RecordingStore } from "../storage";
 import { buildClipArgs, progressSeconds } from "./clipArgs";
 import { presentAsset } from "./present";
-import type { ClipJob } from "./service";
+import { cutBytesNeeded, estimateClipBytes, freeSpaceRefusal } from "./quota";
+import { freeBytesAt, type ClipJob } from "./service";
 import { resolveClipSource, describeAvailable, type SourcePaths, type ClipSource } from "./sources";
 import type { TimedSegment } from "./timeline";
 
@@ -31,6 +32,8 @@ export interface ClipMakerDeps extends SourcePaths {
   /** The assets' store: local disk, or the bucket under `assets/<id>/`. */
   objects: RecordingStore;
   publicUrl(): string;
+  /** STORAGE_MIN_FREE_MB in bytes: a cut must leave it free (0 when absent). */
+  minFreeBytes?: number;
 }
 
 /** The asset's files, as the HTTP routes serve them. */
@@ -137,6 +140,11 @@ export class ClipMaker {
     const { deps } = this;
     const ffmpegPath = deps.ffmpegPath!;
     if (this.interrupted) throw new RetryLater(0, "the server is shutting down", { counted: false });
+    // Checked again where the cut runs (a worker's disk, and later than the request): a clip
+    // must not take the room live sessions need. A failed attempt: tried again, then failed.
+    const estimate = asset.size ?? estimateClipBytes(source.plan.durationSeconds, undefined, { sourceBytes: 0, transcodedBytes: 0, sourceSegmentsDuration: 0 });
+    const room = freeSpaceRefusal(freeBytesAt(deps.assetsDir), cutBytesNeeded(estimate), deps.minFreeBytes ?? 0);
+    if (room) throw new Error(room);
     fs.rmSync(work, { recursive: true, force: true });
     fs.mkdirSync(work, { recursive: true });
     const input = path.join(work, "source");

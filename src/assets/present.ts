@@ -17,7 +17,8 @@ export interface AssetJson {
   userId: string;
   name: string;
   createdAt: number;
-  source: { type: "clip"; sessionId: string; playbackId: string; sourceId: string };
+  /** `startTime` and `endTime`: the wall-clock range it covers (from the keyframe at or before the start asked for; to the newest media when asked "up to now"). */
+  source: { type: "clip"; sessionId: string; playbackId: string; sourceId: string; startTime: number; endTime: number };
   status: { phase: AssetRecord["phase"]; updatedAt: number; progress?: number; errorMessage?: string };
   playbackUrl?: string;
   downloadUrl?: string;
@@ -42,7 +43,7 @@ export function presentAsset(a: AssetRecord, publicUrl: string): AssetJson {
     userId: a.userId,
     name: a.name,
     createdAt: a.createdAt,
-    source: { type: "clip", sessionId: a.sessionId, playbackId: a.sourcePlaybackId, sourceId: a.streamId },
+    source: { type: "clip", sessionId: a.sessionId, playbackId: a.sourcePlaybackId, sourceId: a.streamId, startTime: a.clipStart, endTime: a.clipEnd },
     status,
   };
   if (a.phase === "ready") {

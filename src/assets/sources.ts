@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { Readable } from "node:stream";
 import type { SessionRecord } from "../db";
+import { parseFragment, parseInit, type InitTrack } from "../hls";
 import type { RecordingStore } from "../storage";
 import { coveredRange, dateSegments, parseTimedPlaylist, planClip, type ClipPlan, type TimedSegment } from "./timeline";
 
@@ -86,14 +87,14 @@ export async function resolveClipSource(paths: SourcePaths, session: SessionReco
   const available: { kind: SourceKind; from: number; to: number }[] = [];
   const live = session.endedAt === null ? readLiveWindow(paths, playbackId, session.id) : undefined;
   if (live) {
-    const planned = planClip(live.segments, startMs, endMs);
+    const planned = planClip(live.segments, startMs, endMs, keyframeReader(live.dir));
     if (planned.ok) return { ok: true, source: { kind: "live", plan: planned.plan, dir: live.dir } };
     if (planned.available) available.push({ kind: "live", ...planned.available });
   }
   const recorded = await readRecording(paths, session, (live ?? readLiveWindow(paths, playbackId, session.id))?.segments);
   if (recorded) {
-    const planned = planClip(recorded, startMs, endMs);
     const dir = path.join(paths.recordingsDir, session.id, String(CLIP_RENDITION));
+    const planned = planClip(recorded, startMs, endMs, keyframeReader(dir));
     if (planned.ok) return { ok: true, source: { kind: "recording", plan: planned.plan, dir } };
     const range = coveredRange(recorded);
     if (range) available.push({ kind: "recording", ...range });
@@ -107,4 +108,34 @@ export function describeAvailable(available: { kind: SourceKind; from: number; t
   return available
     .map((a) => `${a.kind === "live" ? "the live window" : "the recording"} holds ${new Date(a.from).toISOString()} to ${new Date(a.to).toISOString()} (startTime ${a.from} to endTime ${a.to})`)
     .join("; ");
+}
+
+/**
+ * Whether a segment in `dir` starts on a keyframe, read from its first fragment (the moof's
+ * first video sample). True when it cannot tell (no video, a file not on this disk, such as a
+ * recording in the bucket before it is fetched): the cut then starts where it did before.
+ */
+export function keyframeReader(dir: string): (s: TimedSegment) => boolean {
+  const inits = new Map<string, InitTrack[] | undefined>();
+  const tracksOf = (map: string) => {
+    if (!inits.has(map)) {
+      try {
+        inits.set(map, parseInit(fs.readFileSync(path.join(dir, map))));
+      } catch {
+        inits.set(map, undefined);
+      }
+    }
+    return inits.get(map);
+  };
+  return (s) => {
+    const tracks = tracksOf(s.map);
+    const video = tracks?.find((t) => t.handler === "vide");
+    if (!tracks || !video) return true;
+    try {
+      const first = parseFragment(fs.readFileSync(path.join(dir, s.uri)), tracks).tracks.find((t) => t.id === video.id && t.sampleCount > 0);
+      return first?.startsWithSync ?? false;
+    } catch {
+      return true;
+    }
+  };
 }

@@ -1,9 +1,10 @@
 // Wall clock → media: which segments a clip is cut from. Pure functions over playlist text.
 //
-// Every segment onair writes starts with a keyframe (the packager closes segments only at an
-// independent part, and encoded renditions have a fixed GOP of one segment), so cutting at a
-// segment's start is cutting at a keyframe. A clip starts at the last segment that starts at or
-// before startTime: it is at most one GOP longer than asked, never shorter.
+// A copy can only start at a keyframe. Encoded renditions (a fixed GOP of one segment) and a
+// passthrough source with a GOP within TARGETDURATION start every segment with one; a longer
+// GOP is cut between keyframes (the packager keeps segments within TARGETDURATION). So a clip
+// starts at the last segment at or before startTime that starts on a keyframe: at most one GOP
+// longer than asked, never shorter.
 
 export interface TimedSegment {
   uri: string;
@@ -84,16 +85,19 @@ export interface ClipPlan {
 export type PlanResult = { ok: true; plan: ClipPlan } | { ok: false; available: { from: number; to: number } | undefined };
 
 /**
- * The segments that hold [startMs, endMs] (pure): from the last one starting at or before
- * startMs to the one holding endMs. Not ok when the range is not wholly inside what the
- * segments cover; `available` says what is. A few ms of slack at both ends: dates are rounded.
+ * The segments that hold [startMs, endMs] (pure): from the last one starting on a keyframe
+ * (`keyed`; every one when unsaid) at or before startMs to the one holding endMs. Not ok when
+ * the range is not wholly inside what the segments cover; `available` says what is. A few ms
+ * of slack at both ends: dates are rounded.
  */
-export function planClip(segments: Required<TimedSegment>[], startMs: number, endMs: number): PlanResult {
+export function planClip(segments: Required<TimedSegment>[], startMs: number, endMs: number, keyed: (s: Required<TimedSegment>) => boolean = () => true): PlanResult {
   const covered = coveredRange(segments);
   const SLACK_MS = 50;
   if (!covered || startMs < covered.from - SLACK_MS || endMs > covered.to + SLACK_MS) return { ok: false, available: covered };
   let first = 0;
   for (let i = 0; i < segments.length; i++) if (segments[i]!.programDateTime <= startMs + SLACK_MS) first = i;
+  // None keyed before it (the window's oldest was cut between keyframes): the oldest, the best there is.
+  while (first > 0 && !keyed(segments[first]!)) first--;
   let last = first;
   while (last < segments.length - 1 && segments[last]!.programDateTime + segments[last]!.duration * 1000 < endMs - SLACK_MS) last++;
   const chosen = segments.slice(first, last + 1);

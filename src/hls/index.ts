@@ -1,7 +1,7 @@
 // onair's own HLS packager: fragmented MP4 from ffmpeg in, LL-HLS playlists, parts and segments out.
 export { aacObjectType, childBoxes, Fmp4Error, Fmp4Splitter, parseFragment, parseInit } from "./boxes";
 export type { FragmentInfo, FragmentTrack, Fmp4Piece, InitTrack, TrackDefaults } from "./boxes";
-export { parseBlockingQuery, satisfies, tooFarAhead, type BlockingRequest } from "./blocking";
+export { BlockingWaits, parseBlockingQuery, satisfies, tooFarAhead, type BlockingRequest, type BlockingWaitCaps } from "./blocking";
 export { firstMsnFor, LivePackager, nominalPartTarget, PART_SECONDS, targetDurationFor, type MediaFile, type PackagerOptions, type PackagerRun } from "./packager";
 export { lastPartOf, partHoldBack, renderMediaPlaylist, SEGMENTS_WITH_PARTS } from "./playlist";
 export { RenditionTrack, TrackError, type HlsMap, type HlsPart, type HlsSegment, type RunClock } from "./track";

@@ -20,9 +20,14 @@ export interface Variant {
  */
 export const playlistName = (name: string) => name.replace(/[^A-Za-z0-9 _.-]/g, "_").slice(0, 64) || "_";
 
-/** The master playlist listing every rendition, highest bandwidth first. */
-export function buildMasterPlaylist(variants: Variant[]): string {
-  const lines = ["#EXTM3U", "#EXT-X-VERSION:6", "#EXT-X-INDEPENDENT-SEGMENTS"];
+/**
+ * The master playlist listing every rendition, highest bandwidth first. `independentSegments`:
+ * every segment of every rendition starts on a keyframe, so the master may say
+ * EXT-X-INDEPENDENT-SEGMENTS (RFC 8216 §4.3.5.1); say false when one does not (a passthrough
+ * source whose GOP outlasts TARGETDURATION is cut between keyframes).
+ */
+export function buildMasterPlaylist(variants: Variant[], { independentSegments = true }: { independentSegments?: boolean } = {}): string {
+  const lines = ["#EXTM3U", "#EXT-X-VERSION:6", ...(independentSegments ? ["#EXT-X-INDEPENDENT-SEGMENTS"] : [])];
   for (const v of [...variants].sort((a, b) => b.bandwidth - a.bandwidth)) {
     const attrs = [`BANDWIDTH=${Math.round(v.bandwidth)}`];
     if (v.averageBandwidth) attrs.push(`AVERAGE-BANDWIDTH=${Math.round(v.averageBandwidth)}`);

@@ -80,6 +80,8 @@ const FILE = /^(.+)_(?:(p)?(\d{1,12})\.m4s|init(\d{1,6})\.mp4)$/;
 interface Waiter {
   ready: () => boolean;
   resolve: (ok: boolean) => void;
+  /** What it is answered, once it is due. */
+  outcome?: boolean;
   timer: NodeJS.Timeout;
   signal?: AbortSignal;
   onAbort?: () => void;
@@ -91,7 +93,8 @@ export class LivePackager {
   /** PART-TARGET: known from the ladder, or (passthrough) measured on the first segment. */
   private partTargetSeconds: number | undefined;
   private warnedLongPart = false;
-  private readonly waiters: Waiter[][];
+  /** Per rendition: a Set, so answering or abandoning one is O(1) (an array's indexOf + splice made releasing N of them O(N²)). */
+  private readonly waiters: Set<Waiter>[];
   private isEnded = false;
   private isAnnounced = false;
   private run: { ended: boolean; end(): void } | undefined;
@@ -115,7 +118,7 @@ export class LivePackager {
           ...(o.firstMsn !== undefined ? { firstMsn: o.firstMsn } : {}),
         }),
     );
-    this.waiters = o.renditions.map(() => []);
+    this.waiters = o.renditions.map(() => new Set());
     this.rendered = o.renditions.map(() => undefined);
     this.partTargetSeconds = nominalPartTarget(o.renditions, o.exactParts !== false);
   }
@@ -137,9 +140,12 @@ export class LivePackager {
       },
       push: (index, chunk, nowMs = Date.now()) => {
         if (ended || this.isEnded) return;
-        this.version++;
         const track = this.tracks[index]!;
-        for (const piece of splitters[index]!.push(chunk)) {
+        const pieces = splitters[index]!.push(chunk);
+        // Most pipe chunks complete no fragment: nothing changed, nobody waiting can be answered.
+        if (pieces.length === 0) return;
+        this.version++;
+        for (const piece of pieces) {
           if (piece.kind === "init") {
             this.settle(index, track.endRun());
             track.newInit(piece.bytes, clock);
@@ -192,6 +198,11 @@ export class LivePackager {
     return this.tracks.every((t) => t.lastCompleteMsn > 0) && this.partTarget !== undefined;
   }
 
+  /** Every segment of every rendition so far starts on a keyframe (EXT-X-INDEPENDENT-SEGMENTS holds). */
+  get everySegmentStartsOnKeyframe(): boolean {
+    return this.tracks.every((t) => t.everySegmentStartsOnKeyframe);
+  }
+
   /** Each rendition's measured bandwidth and codecs, for the master playlist (and the recording's). */
   variants(): Variant[] {
     const audio = this.o.audioBitrate;
@@ -218,7 +229,10 @@ export class LivePackager {
   }
 
   master(): string | undefined {
-    return this.playable ? buildMasterPlaylist(this.variants()) : undefined;
+    if (!this.playable) return undefined;
+    // Claimed while it holds: a long-GOP passthrough source is force-cut at its first segment's
+    // end, before the master is first handed out, so it never shows the tag.
+    return buildMasterPlaylist(this.variants(), { independentSegments: this.everySegmentStartsOnKeyframe });
   }
 
   /**
@@ -309,22 +323,25 @@ export class LivePackager {
         waiter.onAbort = () => this.release(list, waiter, false);
         signal.addEventListener("abort", waiter.onAbort, { once: true });
       }
-      list.push(waiter);
+      list.add(waiter);
     });
   }
 
-  private release(list: Waiter[], w: Waiter, ok: boolean): void {
-    const at = list.indexOf(w);
-    if (at < 0) return;
-    list.splice(at, 1);
+  private release(list: Set<Waiter>, w: Waiter, ok: boolean): void {
+    if (this.detach(list, w)) w.resolve(ok);
+  }
+
+  /** Out of the list, its timer and abort listener gone: nothing but its answer left. */
+  private detach(list: Set<Waiter>, w: Waiter): boolean {
+    if (!list.delete(w)) return false;
     clearTimeout(w.timer);
     if (w.onAbort) w.signal?.removeEventListener("abort", w.onAbort);
-    w.resolve(ok);
+    return true;
   }
 
   /** Requests waiting now (for tests and metrics). */
   get waiting(): number {
-    return this.waiters.reduce((n, l) => n + l.length, 0);
+    return this.waiters.reduce((n, l) => n + l.size, 0);
   }
 
   private settle(index: number, r: { closed?: HlsSegment; retired: HlsSegment[] }): void {
@@ -346,11 +363,30 @@ export class LivePackager {
 
   private notify(index: number, ending = false): void {
     const list = this.waiters[index]!;
-    for (const w of [...list]) {
+    if (list.size === 0) return;
+    const due: Waiter[] = [];
+    // Deleting the entry being visited is safe in a Set's iteration: one pass, no copy.
+    for (const w of list) {
       const ok = w.ready();
-      if (ok || ending) this.release(list, w, ok);
+      if ((ok || ending) && this.detach(list, w)) {
+        w.outcome = ok;
+        due.push(w);
+      }
     }
+    answerInTurns(due, 0);
   }
+}
+
+/**
+ * Requests answered per turn of the event loop: each answer writes a response, and 2,000 written
+ * in one turn held a loaded node's loop for a second (its health probe with it).
+ */
+const ANSWERS_PER_TURN = 100;
+
+function answerInTurns(due: Waiter[], from: number): void {
+  const end = Math.min(due.length, from + ANSWERS_PER_TURN);
+  for (let i = from; i < end; i++) due[i]!.resolve(due[i]!.outcome === true);
+  if (end < due.length) setImmediate(answerInTurns, due, end);
 }
 
 export interface PackagerRun {

@@ -103,6 +103,8 @@ export class RenditionTrack {
   private totalBits = 0;
   private totalSeconds = 0;
   private isEnded = false;
+  /** A segment of this session opened on a part that is not independent (a forced cut). */
+  private cutBetweenKeyframes = false;
 
   constructor(readonly o: TrackOptions) {
     this.nextMsn = Math.max(1, o.firstMsn ?? 1);
@@ -158,6 +160,7 @@ export class RenditionTrack {
     }
     let segment = this.open;
     if (!segment) {
+      if (!independent) this.cutBetweenKeyframes = true;
       const msn = this.nextMsn++;
       segment = {
         msn,
@@ -200,6 +203,11 @@ export class RenditionTrack {
 
   get ended(): boolean {
     return this.isEnded;
+  }
+
+  /** Every segment of the session so far (the open one too) starts on a keyframe; once one does not, never again. */
+  get everySegmentStartsOnKeyframe(): boolean {
+    return !this.cutBetweenKeyframes;
   }
 
   /** The segments a playlist lists, oldest first. */

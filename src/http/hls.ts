@@ -1,11 +1,13 @@
+import crypto from "node:crypto";
 import fs from "node:fs";
 import http from "node:http";
 import https from "node:https";
 import path from "node:path";
 import zlib from "node:zlib";
+import { markedProxied, passedUrl, PROXIED } from "./proxyMark";
 import express, { type Request, type Response } from "express";
 import type { Store } from "../db";
-import { addUriQuery, parseBlockingQuery, satisfies, tooFarAhead, type LiveHls, type LivePackager } from "../hls";
+import { addUriQuery, parseBlockingQuery, satisfies, tooFarAhead, type BlockingWaits, type LiveHls, type LivePackager } from "../hls";
 import { isGated } from "../shapes";
 import { MEDIA_PARAM, SESSION_PARAM, type Credentials, type PlaybackGate, type PlaybackSubject, type UriQueries } from "../playback";
 import { THUMBNAIL_FILE } from "../media";
@@ -48,7 +50,19 @@ const credentials = (req: Request): Credentials => ({
   media: req.query[MEDIA_PARAM],
 });
 
-const refused = (res: Response, r: { status: number; error: string }) => void res.status(r.status).set("cache-control", "no-store").json({ errors: [r.error] });
+/** A refusal (401), or a check that could not be made now (503, with when to try again). */
+const refused = (res: Response, r: { status: number; error: string; retryAfterSeconds?: number }) => {
+  if (r.retryAfterSeconds !== undefined) res.set("retry-after", String(r.retryAfterSeconds));
+  res.status(r.status).set("cache-control", "no-store").json({ errors: [r.error] });
+};
+
+/** A held-open request past BLOCKING_WAITS_*: players retry after a second (and hls.js then reloads plainly). */
+const HELD_RETRY_SECONDS = 1;
+const tooManyHeld = (res: Response) =>
+  void res
+    .status(503)
+    .set({ "retry-after": String(HELD_RETRY_SECONDS), "cache-control": "no-store" })
+    .json({ errors: [`too many requests are held open waiting for this stream's live edge: retry in ${HELD_RETRY_SECONDS} s`] });
 
 /** Playlists written for one viewer (tokens in their URIs) are never shared by caches. */
 const PER_VIEWER = "private, no-cache";
@@ -64,8 +78,27 @@ function sendPlaylist(req: Request, res: Response, text: string, cacheControl: s
   res.send(Buffer.from(text));
 }
 
-/** Marks a request one node passed to another: it is answered there, never passed on again. */
-const PROXIED = "x-onair-proxied";
+
+/** The caps on held-open requests, and the cluster's proxy mark (one node: none). */
+interface Holds {
+  waits: BlockingWaits | undefined;
+  mark: string | undefined;
+}
+
+/**
+ * The address a client is counted under (pure): an IPv6 client by its /64, which one subscriber
+ * line usually holds whole, an IPv4 (or IPv4-mapped) one by its address.
+ */
+export function clientKey(ip: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1]!;
+  if (!ip.includes(":")) return ip;
+  const [head = "", tail] = ip.split("%")[0]!.split("::");
+  const left = head === "" ? [] : head.split(":");
+  const right = tail === undefined || tail === "" ? [] : tail.split(":");
+  const groups = [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
+  return `${groups.slice(0, 4).map((g) => g.toLowerCase().replace(/^0+(?=.)/, "")).join(":")}::/64`;
+}
 
 /** Response headers a proxied HLS answer keeps. */
 const PROXIED_HEADERS = ["content-type", "content-length", "content-encoding", "cache-control", "vary", "etag", "last-modified"];
@@ -75,10 +108,10 @@ const PROXIED_HEADERS = ["content-type", "content-length", "content-encoding", "
  * blocking reloads included: the player waits on that node's packager as it would here. A node
  * that does not answer is a 502 (players retry; the stream's next session may be elsewhere).
  */
-function proxy(req: Request, res: Response, base: string): Promise<void> {
+function proxy(req: Request, res: Response, base: string, mark: string): Promise<void> {
   return new Promise((resolve) => {
-    const url = new URL(req.originalUrl, base);
-    const headers: Record<string, string> = { "accept-encoding": req.get("accept-encoding") ?? "", [PROXIED]: "1" };
+    const url = passedUrl(req.originalUrl, base);
+    const headers: Record<string, string> = { "accept-encoding": req.get("accept-encoding") ?? "", [PROXIED]: mark };
     // The packaging node decides who watches: it sees what the player showed.
     const jwt = req.get("livepeer-jwt");
     if (jwt !== undefined) headers["livepeer-jwt"] = jwt;
@@ -102,9 +135,18 @@ function proxy(req: Request, res: Response, base: string): Promise<void> {
 
 /**
  * `remote`: where a stream live on another node is packaged (several nodes), or nothing: every
- * live stream of this node is in `live`.
+ * live stream of this node is in `live`; `remote.mark` is the cluster's proxy mark. `waits`: the
+ * caps on requests held open on a packager (blocking reloads, preload-hinted parts); none: uncapped.
  */
-export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, access: HlsAccess, remote?: (playbackId: string) => Promise<string | undefined>): express.Router {
+export function hlsRouter(
+  store: Store,
+  hlsDir: string,
+  live: LiveHls,
+  access: HlsAccess,
+  remote?: { find(playbackId: string): Promise<string | undefined>; mark: string },
+  waits?: BlockingWaits,
+): express.Router {
+  const holds: Holds = { waits, mark: remote?.mark };
   const router = express.Router();
 
   router.use("/hls", (_req, res, next) => {
@@ -126,15 +168,16 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, access: H
         const verdict = await access.gate.media(subject, credentials(req));
         if (!verdict.ok) return refused(res, verdict);
       } else {
-        // A gated playlist names its media with the viewer's tokens: read and rewritten.
-        const verdict = parts.length === 1 ? await access.gate.open(subject, credentials(req)) : await access.gate.playlist(subject, credentials(req));
-        if (!verdict.ok) return refused(res, verdict);
+        // A gated playlist names its media with the viewer's tokens: read and rewritten. Read
+        // first: a stream with nothing to watch (offline, never streamed) costs no webhook question.
         let text: string;
         try {
           text = await fs.promises.readFile(file, "utf8");
         } catch {
           return notFound(res);
         }
+        const verdict = parts.length === 1 ? await access.gate.open(subject, credentials(req)) : await access.gate.playlist(subject, credentials(req));
+        if (!verdict.ok) return refused(res, verdict);
         return sendPlaylist(req, res, withQueries(text, verdict), PER_VIEWER);
       }
     }
@@ -152,9 +195,14 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, access: H
 
   /** Not live here: live on another node (proxied), or ended (its files). */
   const elsewhere = async (req: Request, res: Response, playbackId: string, parts: string[]) => {
-    const base = req.get(PROXIED) ? undefined : await remote?.(playbackId);
-    if (base) return proxy(req, res, base);
-    return fromDisk(req, res, playbackId, parts);
+    const base = markedProxied(req, holds.mark) || !remote ? undefined : await remote.find(playbackId);
+    if (!base) return fromDisk(req, res, playbackId, parts);
+    const mark = remote!.mark;
+    // A request that may be held open there holds this node's connection as long: counted here,
+    // where the player's own address is known (the packaging node sees this node's).
+    if (!mayBeHeld(req)) return proxy(req, res, base, mark);
+    const held = await holdOpen(holds, req, () => proxy(req, res, base, mark).then(() => true));
+    if (held === undefined) tooManyHeld(res);
   };
 
   router.get("/hls/:playbackId/index.m3u8", async (req, res) => {
@@ -164,11 +212,12 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, access: H
     if (!packager) return elsewhere(req, res, playbackId, ["index.m3u8"]);
     const subject = await access.subject(playbackId);
     if (!subject) return notFound(res);
+    const master = packager.announcedMaster();
+    // Not live yet (before a first segment, or before isActive is written): nothing to play, and
+    // nobody to ask about (a webhook policy's question costs its owner a POST).
+    if (master === undefined) return notFound(res);
     const verdict = await access.gate.open(subject, credentials(req));
     if (!verdict.ok) return refused(res, verdict);
-    const master = packager.announcedMaster();
-    // Not live yet (before a first segment, or before isActive is written): nothing to play.
-    if (master === undefined) return notFound(res);
     // Each viewer's variant URIs carry its session token: it is how viewers are counted, and how
     // a gated stream's player goes on without showing its JWT again.
     sendPlaylist(req, res, withQueries(master, verdict), PER_VIEWER);
@@ -195,31 +244,61 @@ export function hlsRouter(store: Store, hlsDir: string, live: LiveHls, access: H
     if (file === "index.m3u8") {
       const verdict = await access.gate.playlist(subject, credentials(req));
       if (!verdict.ok) return refused(res, verdict);
-      return mediaPlaylist(req, res, packager, index, verdict.media === undefined ? undefined : verdict);
+      return mediaPlaylist(req, res, packager, index, holds, verdict.media === undefined ? undefined : verdict);
     }
     const verdict = await access.gate.media(subject, credentials(req));
     if (!verdict.ok) return refused(res, verdict);
-    if (await media(req, res, packager, index, file, isGated(subject.policy))) return;
+    if (await media(req, res, packager, index, file, isGated(subject.policy), holds)) return;
     await fromDisk(req, res, playbackId, [variant, file]);
   });
   router.use(malformedPathIsNotFound);
   return router;
 }
 
+/**
+ * One reason for every abort: abort() without one builds a DOMException with its stack each
+ * time (about 20 µs; 10,000 players dropping their connections at once would hold the loop).
+ */
+const CLIENT_GONE = new Error("the client went away");
+
 /** Aborts when the client goes away before its answer (a player gave up on a blocking reload). */
 function gone(res: Response): AbortSignal {
   const controller = new AbortController();
   res.once("close", () => {
-    if (!res.writableFinished) controller.abort();
+    if (!res.writableFinished) controller.abort(CLIENT_GONE);
   });
   return controller.signal;
 }
 
+/** A blocking reload or a part (the hinted one is awaited): what a packaging node may hold open. */
+const mayBeHeld = (req: Request) => req.query._HLS_msn !== undefined || /_p\d+\.m4s$/.test(req.path);
+
+/**
+ * Holds a request open while `wait` runs, within the caps; undefined: a cap is reached, nothing
+ * waited. Called only for a request that must wait: an answer at hand costs nothing here. A
+ * request another node passed on counts per playback id and per node only: its address is that
+ * node's, shared by all the viewers it serves, whose own addresses that node counted (so a
+ * forged proxy mark escapes only the per-client cap, as requests between nodes are not
+ * authenticated).
+ */
+async function holdOpen({ waits, mark }: Holds, req: Request, wait: () => Promise<boolean>): Promise<boolean | undefined> {
+  if (!waits) return wait();
+  const playbackId = String(req.params.playbackId);
+  const client = markedProxied(req, mark) ? undefined : clientKey(req.ip ?? "");
+  if (!waits.enter(playbackId, client)) return undefined;
+  try {
+    return await wait();
+  } finally {
+    waits.leave(playbackId, client);
+  }
+}
+
 /**
  * A rendition's live playlist, at once or (with `_HLS_msn`/`_HLS_part`) as soon as it holds
- * what was asked, within three target durations (RFC 8216bis §6.2.5.2: 503 after that).
+ * what was asked, within three target durations (RFC 8216bis §6.2.5.2: 503 after that). Only a
+ * request that must wait counts against the caps on held-open requests.
  */
-async function mediaPlaylist(req: Request, res: Response, packager: LivePackager, index: number, queries?: UriQueries): Promise<void> {
+async function mediaPlaylist(req: Request, res: Response, packager: LivePackager, index: number, holds: Holds, queries?: UriQueries): Promise<void> {
   const query = parseBlockingQuery(req.query as Record<string, unknown>);
   if (!query.ok) return void res.status(400).json({ errors: [query.error] });
   const track = packager.tracks[index]!;
@@ -228,8 +307,9 @@ async function mediaPlaylist(req: Request, res: Response, packager: LivePackager
     if (tooFarAhead(track, request)) {
       return void res.status(400).json({ errors: [`_HLS_msn=${request.msn} is more than two segments past the playlist's last (${track.lastCompleteMsn})`] });
     }
-    const ok = await packager.wait(index, () => satisfies(track, request), packager.targetDuration * 3 * 1000, gone(res));
+    const ok = satisfies(track, request) || (await holdOpen(holds, req, () => packager.wait(index, () => satisfies(track, request), packager.targetDuration * 3 * 1000, gone(res))));
     if (res.destroyed) return;
+    if (ok === undefined) return tooManyHeld(res);
     if (!ok) return void res.status(503).json({ errors: [`segment ${request.msn}${request.part !== undefined ? ` part ${request.part}` : ""} did not arrive in ${packager.targetDuration * 3} s`] });
   }
   const playlist = packager.mediaPlaylistWithGzip(index);
@@ -244,12 +324,13 @@ async function mediaPlaylist(req: Request, res: Response, packager: LivePackager
  * A part, segment or init from memory. The part the preload hint names is awaited (Safari asks
  * for it before it exists). False: not in memory (an older file is looked for on disk).
  */
-async function media(req: Request, res: Response, packager: LivePackager, index: number, file: string, gated: boolean): Promise<boolean> {
+async function media(req: Request, res: Response, packager: LivePackager, index: number, file: string, gated: boolean, holds: Holds): Promise<boolean> {
   let found = packager.file(index, file);
   const partId = packager.partId(file);
   if (!found && partId !== undefined && partId === packager.tracks[index]!.next.partId) {
-    await packager.wait(index, () => packager.file(index, file) !== undefined, packager.targetDuration * 3 * 1000, gone(res));
+    const waited = await holdOpen(holds, req, () => packager.wait(index, () => packager.file(index, file) !== undefined, packager.targetDuration * 3 * 1000, gone(res)));
     if (res.destroyed) return true;
+    if (waited === undefined) return (tooManyHeld(res), true);
     found = packager.file(index, file);
   }
   if (!found) return false;

@@ -46,6 +46,22 @@ export function http2Handler(app: Express): (req: http2.Http2ServerRequest, res:
 
 const IDLE_SESSION_MS = 120_000;
 
+/**
+ * Requests one HTTP/2 connection may run at once: a player needs a few per rendition (a blocking
+ * reload, a hinted part, a segment); Node's default is unbounded, and every one may be held open.
+ */
+export const MAX_CONCURRENT_STREAMS = 128;
+
+export interface PublicServerOptions {
+  /**
+   * Open connections accepted (PUBLIC_MAX_CONNECTIONS; 0 or none: no cap). Node closes a
+   * connection past it as it arrives, before a byte is read: no answer can be given, the client
+   * sees a reset. An idle keep-alive connection counts until it closes (65 s idle), so the cap
+   * is on sockets, not on requests: players keep one to six (HTTP/1.1) or one (HTTP/2).
+   */
+  maxConnections?: number;
+}
+
 /** Stops listening, closes idle connections now and cuts requests still running after `graceMs`: shutdown never hangs on a slow client. */
 export function closeGracefully(server: http.Server, graceMs: number): Promise<void> {
   return new Promise<void>((resolve) => {
@@ -55,10 +71,14 @@ export function closeGracefully(server: http.Server, graceMs: number): Promise<v
   });
 }
 
-export function createPublicServer(app: Express, files?: TlsFiles): PublicServer {
+export function createPublicServer(app: Express, files?: TlsFiles, options: PublicServerOptions = {}): PublicServer {
   const sockets = new Set<net.Socket>();
+  const cap = (server: net.Server) => {
+    if (options.maxConnections) server.maxConnections = options.maxConnections;
+  };
   if (!files) {
     const server = http.createServer(app);
+    cap(server);
     // Requests Node's parser refuses before Express sees them (headers or URL over 16 KiB, bad
     // syntax) still get the API's error body rather than a bare status line.
     server.on("clientError", (err: NodeJS.ErrnoException, socket) => {
@@ -73,7 +93,7 @@ export function createPublicServer(app: Express, files?: TlsFiles): PublicServer
   const h2 = http2Handler(app);
   // HTTP/1.1 requests running per connection: an idle one is closed at once on shutdown.
   const running = new Map<net.Socket, number>();
-  const server = http2.createSecureServer({ cert: files.cert, key: files.key, allowHTTP1: true }, (req, res) => {
+  const server = http2.createSecureServer({ cert: files.cert, key: files.key, allowHTTP1: true, settings: { maxConcurrentStreams: MAX_CONCURRENT_STREAMS } }, (req, res) => {
     if (req.httpVersionMajor >= 2) return h2(req, res);
     const socket = req.socket as net.Socket;
     running.set(socket, (running.get(socket) ?? 0) + 1);
@@ -83,6 +103,7 @@ export function createPublicServer(app: Express, files?: TlsFiles): PublicServer
     });
     app(req as unknown as http.IncomingMessage, res as unknown as http.ServerResponse);
   });
+  cap(server);
   const sessions = new Set<http2.ServerHttp2Session>();
   server.on("secureConnection", (socket: tls.TLSSocket) => {
     sockets.add(socket);

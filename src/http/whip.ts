@@ -1,23 +1,11 @@
-import express, { type NextFunction, type Request, type Response } from "express";
+import express, { type Request, type Response } from "express";
 import { WhipRefusal, type WhipIngest } from "../ingest";
+import { cors, offerOf, readOffer, SdpHttpError, sdpErrors, sendAnswer } from "./sdpExchange";
 
 // WHIP (RFC 9725) on the public port: POST /whip (Authorization: Bearer <stream key>) or
 // POST /webrtc/<stream key> (Livepeer's form) with an SDP offer → 201, the answer and the
 // resource's Location; DELETE on the resource ends the publish. No trickle ICE or ICE restart:
 // PATCH is a 405 (RFC 9725 §4.3 lets a server refuse it; OBS never sends it).
-
-const OFFER_LIMIT_BYTES = 64 * 1024;
-
-/** A refusal of a WHIP request: its status, the `{"errors": [...]}` body, extra headers. */
-class WhipHttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly errors: string[],
-    readonly headers: Record<string, string> = {},
-  ) {
-    super(errors.join("; "));
-  }
-}
 
 export interface WhipRoutesDeps {
   /** Undefined on a node without the ingest role. */
@@ -30,22 +18,11 @@ export interface WhipRoutesDeps {
   streamState(streamId: string): { isActive: boolean; isHealthy?: boolean; issues?: string[] };
 }
 
-/** Browsers on other origins publish too: every answer carries what CORS needs. */
-function cors(_req: Request, res: Response, next: NextFunction): void {
-  res.set({
-    "access-control-allow-origin": "*",
-    "access-control-allow-methods": "POST, GET, DELETE, PATCH, OPTIONS",
-    "access-control-allow-headers": "Authorization, Content-Type, If-Match",
-    "access-control-expose-headers": "Location, ETag, Link, Accept-Post",
-  });
-  next();
-}
-
 const RESOURCE_ALLOW = "GET, DELETE, OPTIONS";
 
 export function whipRouter(deps: WhipRoutesDeps): express.Router {
   const router = express.Router();
-  router.use(["/whip", "/webrtc"], cors);
+  router.use(["/whip", "/webrtc"], cors("POST, GET, DELETE, PATCH, OPTIONS"));
 
   const endpointOptions = (_req: Request, res: Response) => {
     // Unauthenticated (a CORS preflight carries no Authorization): no TURN credentials here.
@@ -55,27 +32,19 @@ export function whipRouter(deps: WhipRoutesDeps): express.Router {
   router.options("/whip", endpointOptions);
   router.options("/webrtc/:key", endpointOptions);
 
-  const readOffer = express.text({ type: "application/sdp", limit: OFFER_LIMIT_BYTES });
   const publish = (keyOf: (req: Request) => string | undefined) => async (req: Request, res: Response) => {
-    if (req.get("content-length") === "0" || (req.get("content-length") === undefined && req.get("transfer-encoding") === undefined)) {
-      throw new WhipHttpError(400, ["the body must be an SDP offer (application/sdp)"]);
-    }
-    if (!req.is("application/sdp")) {
-      throw new WhipHttpError(415, [`content-type must be application/sdp (a WHIP offer), got ${req.get("content-type") ?? "none"}`]);
-    }
+    // The key first: a request without a valid one is a 401 whatever its body (RFC 9725 §4.5).
     const key = keyOf(req);
-    if (!key) throw new WhipHttpError(401, ["missing stream key: send `Authorization: Bearer <stream key>` or POST to /webrtc/<stream key>"]);
-    if (!deps.whip) throw new WhipHttpError(503, ["this node does not take publishes (ONAIR_ROLES has no ingest): send WHIP to an ingest node"]);
-    if (typeof req.body !== "string" || req.body === "") throw new WhipHttpError(400, ["the body must be an SDP offer"]);
+    if (!key) throw new SdpHttpError(401, ["missing stream key: send `Authorization: Bearer <stream key>` or POST to /webrtc/<stream key>"]);
+    if (!deps.whip) throw new SdpHttpError(503, ["this node does not take publishes (ONAIR_ROLES has no ingest): send WHIP to an ingest node"]);
+    const offer = () => offerOf(req, "a WHIP offer", (status, message) => new WhipRefusal(status, message));
     try {
       const whip = deps.whip;
-      const { id, answer } = await whip.publish(key, req.body);
+      const { id, answer } = await whip.publish(key, offer);
       res.once("finish", () => whip.answered(id));
-      for (const link of deps.iceLinks) res.append("link", link);
-      // A Buffer: Express would add a charset to a string's content type, which WHIP clients compare exactly.
-      res.status(201).set({ location: `/whip/${id}`, etag: `"${id}"`, "content-type": "application/sdp" }).send(Buffer.from(answer));
+      sendAnswer(res, `/whip/${id}`, id, answer, deps.iceLinks);
     } catch (err) {
-      if (err instanceof WhipRefusal) throw new WhipHttpError(err.status, [err.message], err.status === 503 ? { "retry-after": "5" } : {});
+      if (err instanceof WhipRefusal) throw new SdpHttpError(err.status, [err.message], err.status === 503 ? { "retry-after": "5" } : {});
       throw err;
     }
   };
@@ -85,7 +54,7 @@ export function whipRouter(deps: WhipRoutesDeps): express.Router {
 
   const resource = (req: Request) => {
     const status = deps.whip?.status(String(req.params.id));
-    if (!status) throw new WhipHttpError(404, ["no such WHIP session: it ended, or never existed"]);
+    if (!status) throw new SdpHttpError(404, ["no such WHIP session: it ended, or never existed"]);
     return status;
   };
   router.options("/whip/:id", (_req, res) => void res.set({ allow: RESOURCE_ALLOW }).status(204).end());
@@ -99,22 +68,15 @@ export function whipRouter(deps: WhipRoutesDeps): express.Router {
     res.status(200).end();
   });
   router.patch("/whip/:id", () => {
-    throw new WhipHttpError(405, ["trickle ICE and ICE restarts are not supported: publish again with a new offer (POST)"], { allow: RESOURCE_ALLOW });
+    throw new SdpHttpError(405, ["trickle ICE and ICE restarts are not supported: publish again with a new offer (POST)"], { allow: RESOURCE_ALLOW });
   });
   // Anything else on the endpoints: which methods there are.
   router.all(["/whip", "/webrtc/:key"], (req) => {
-    throw new WhipHttpError(405, [`method ${req.method} is not allowed here; allowed: POST, OPTIONS`], { allow: "POST, OPTIONS" });
+    throw new SdpHttpError(405, [`method ${req.method} is not allowed here; allowed: POST, OPTIONS`], { allow: "POST, OPTIONS" });
   });
   router.all("/whip/:id", (req) => {
-    throw new WhipHttpError(405, [`method ${req.method} is not allowed here; allowed: ${RESOURCE_ALLOW}`], { allow: RESOURCE_ALLOW });
+    throw new SdpHttpError(405, [`method ${req.method} is not allowed here; allowed: ${RESOURCE_ALLOW}`], { allow: RESOURCE_ALLOW });
   });
-  router.use((err: unknown, _req: Request, res: Response, next: NextFunction) => {
-    if (err instanceof WhipHttpError) return void res.status(err.status).set(err.headers).json({ errors: err.errors });
-    if ((err as { type?: unknown }).type === "entity.too.large") return void res.status(413).json({ errors: [`the offer is larger than ${OFFER_LIMIT_BYTES} bytes`] });
-    // The router's own refusals (a path segment that is not valid percent-encoding): the client's fault.
-    const status = (err as { status?: unknown }).status;
-    if (typeof status === "number" && status >= 400 && status < 500) return void res.status(status).json({ errors: ["malformed request"] });
-    next(err);
-  });
+  router.use(sdpErrors);
   return router;
 }

@@ -13,8 +13,8 @@ export {
   type RefusalStatus,
 } from "./rtmpIngest";
 export { isVideoKeyframe, PublishStats, type PublishStatsView } from "./publishStats";
-export { BridgeTickets, type BridgedPublish } from "./bridges";
+export { BridgeTickets, connectionOfProcess, type BridgedPublish, type TicketConnection } from "./bridges";
 export * from "./webrtc";
-export { buildRtpBridgeArgs, buildSrtBridgeArgs, srtListenerUrl } from "./bridgeArgs";
+export { buildRtpBridgeArgs, buildSrtBridgeArgs, srtListenerInput } from "./bridgeArgs";
 export * from "./srt";
 export * from "./pull";

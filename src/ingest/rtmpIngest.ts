@@ -341,7 +341,7 @@ export class RtmpIngest {
     }
     const name = streamKeyFromPath(streamPath);
     // A bridge (WHIP, SRT) publishes from this machine under a ticket standing for the key.
-    const bridged = name !== undefined && this.isLocal(session) ? this.options.bridges?.redeem(name) : undefined;
+    const bridged = name !== undefined && this.isLocal(session) ? this.options.bridges?.redeem(name, session.socket) : undefined;
     const key = bridged?.streamKey ?? name;
     let admission: Admission;
     try {

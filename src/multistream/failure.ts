@@ -2,6 +2,7 @@
 // A target's url carries the destination's stream key (or an SRT streamid/passphrase): no
 // text that leaves this module may contain it.
 
+import type { RtmpError } from "../rtmp";
 import { parseTargetUrl } from "./targetUrl";
 
 export interface PushFailure {
@@ -112,4 +113,49 @@ export function describePushFailure(
   const last = [...stderrTail].reverse().map(withoutContext).find((l) => l.length > 0);
   if (last) return { reason: redactDestination(last, destination).slice(0, 200), permanent: false };
   return { reason: o.signal ? `ffmpeg was killed (${o.signal})` : `ffmpeg exited with code ${o.code}`, permanent: false };
+}
+
+/**
+ * What onair's own RTMP client's failure (src/rtmp) means for a push, in the same words as
+ * ffmpeg's failures above, so a user sees one vocabulary whichever side did the network part.
+ * A refusal by the server (its onStatus or _error) is not permanent, as ffmpeg's "Server error"
+ * is not: ingest services refuse a key that is not live yet, and accept it minutes later.
+ */
+export function describeRtmpFailure(err: RtmpError, destination: string, o: { connected: boolean; timeoutMs?: number }): PushFailure {
+  const { host } = parseDestination(destination);
+  const waited = `${(o.timeoutMs ?? 10_000) / 1000} s`;
+  switch (err.kind) {
+    case "refused":
+      return { reason: `connection refused by ${host}`, permanent: false };
+    case "unreachable":
+      return { reason: `${host} is unreachable`, permanent: false };
+    case "timeout":
+      return { reason: o.connected ? `${host} stopped taking media (nothing sent for ${waited})` : `no answer from ${host} within ${waited}`, permanent: false };
+    case "tls-certificate":
+      return { reason: `the TLS certificate of ${host} failed verification (a target whose destination has no publicly trusted certificate may set "tlsVerify": false)`, permanent: false };
+    case "tls":
+      return { reason: `TLS handshake with ${host} failed`, permanent: false };
+    case "rejected": {
+      const said = err.status ? [err.status.code, err.status.description].filter((x) => x).join(": ") : err.message;
+      return { reason: `${host} refused the stream: ${redactDestination(said || "no reason given", destination).slice(0, 200)}`, permanent: false };
+    }
+    case "protocol":
+      return { reason: `${host} does not speak RTMP (check the url's scheme and port)`, permanent: false };
+    case "closed":
+      return {
+        reason: o.connected || err.stage === "streaming" ? `${host} dropped the connection` : `${host} closed the connection before taking the stream (check the url and stream key)`,
+        permanent: false,
+      };
+  }
+}
+
+/**
+ * A relayed push's ffmpeg failed: it only reads the local source or rendition and writes to
+ * onair, so its stderr is about the input (the destination is onair's own client's business).
+ */
+export function describeRelayInputFailure(stderrTail: string[], secrets: string[], o: { code: number | null; signal: NodeJS.Signals | null }): PushFailure {
+  const last = [...stderrTail].reverse().map(withoutContext).find((l) => l.length > 0);
+  if (!last) return { reason: o.signal ? `ffmpeg was killed (${o.signal})` : `ffmpeg exited with code ${o.code}`, permanent: false };
+  const redacted = secrets.reduce((text, s) => redactDestination(text, s), last);
+  return { reason: `reading the stream to push failed: ${redacted.slice(0, 200)}`, permanent: false };
 }

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import type { Store, TargetRecord } from "../db";
 import type { EventSink } from "../events";
 import type { Logger } from "../log";
-import type { ProcessRegistry } from "../media";
+import type { ProcessRegistry, RestartMetrics } from "../media";
 import type { OutboundPolicy } from "../outbound";
 import type { LiveSessionInfo, LiveSessionObserver } from "../sessions";
 import type { EventName, EventTarget } from "../shapes";
@@ -16,8 +16,10 @@ export interface MultistreamDeps {
   registry: ProcessRegistry;
   /** Sessions only start with ffmpeg; undefined means none will. */
   ffmpegPath: string | undefined;
-  /** Which destinations pushes may connect to, asked before every ffmpeg start. */
+  /** Which destinations pushes may connect to, asked before every attempt. */
   policy: OutboundPolicy;
+  /** Where the pushes' restarts are counted (onair_restarts_total{kind="multistream_push"}). */
+  metrics?: RestartMetrics;
   /** The CA bundle rtmps certificates are verified against; default: the system's, if found. */
   caFile?: string;
   /**
@@ -150,6 +152,7 @@ export class MultistreamManager implements LiveSessionObserver {
           ffmpegPath,
           registry: this.deps.registry,
           log,
+          ...(this.deps.metrics ? { metrics: this.deps.metrics } : {}),
           report: (r) => this.report(info, push.target, r),
         });
         entry.pushes.set(spec.key, { spec, push });
@@ -176,6 +179,8 @@ export class MultistreamManager implements LiveSessionObserver {
   }
 
   private raise(info: LiveSessionInfo, name: Extract<EventName, `multistream.${string}`>, t: EventTarget, error?: string): void {
+    // Another node holds the stream now: what this node's pushes do is not news any more.
+    if (info.leaseLost()) return;
     // A copy: the payload is the target as it was when the event happened.
     const target = { id: t.id, name: t.name, profile: t.profile };
     try {

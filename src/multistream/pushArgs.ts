@@ -1,6 +1,6 @@
 // ffmpeg argument lists for multistream pushes, as pure functions.
 
-import { parseTargetUrl } from "./targetUrl";
+import { parseTargetUrl, type TargetUrl } from "./targetUrl";
 
 /** Where a push reads the media it sends. */
 export type PushInput =
@@ -9,18 +9,35 @@ export type PushInput =
   /** One rendition's live HLS playlist, as the session's pipeline writes it (already encoded). */
   | { kind: "rendition"; playlist: string };
 
+/** Where a push's ffmpeg writes. */
+export type PushOutput =
+  /**
+   * FLV into a local socket onair reads: onair publishes it over RTMP(S) with its own client,
+   * so the destination's url (its stream key) never appears in ffmpeg's argv.
+   */
+  | { kind: "relay"; socketPath: string }
+  /**
+   * ffmpeg connects to the destination itself: srt:// (Node speaks no SRT), and rtmp urls with
+   * `user:password@` (Adobe's and Limelight's RTMP authentication, which only ffmpeg speaks).
+   * The url, secrets and all, is in ffmpeg's argv (docs/architecture.md#multistream-references).
+   */
+  | {
+      kind: "direct";
+      /** The target's url: rtmp://, rtmps:// or srt://, parsed again here; ffmpeg gets its canonical form. */
+      destination: string;
+      /**
+       * rtmps: verify the destination's certificate (default true). ffmpeg's tls protocol does not
+       * unless told to (`-tls_verify 1`); its OpenSSL builds also need the CA file named.
+       */
+      tlsVerify?: boolean;
+      /** The system's CA bundle (Debian: /etc/ssl/certs/ca-certificates.crt), when it has one. */
+      caFile?: string;
+    };
+
 export interface PushArgsInput {
   input: PushInput;
-  /** The target's url: rtmp://, rtmps:// or srt://, parsed again here; ffmpeg gets its canonical form. */
-  destination: string;
+  output: PushOutput;
   videoOnly: boolean;
-  /**
-   * rtmps: verify the destination's certificate (default true). ffmpeg's tls protocol does not
-   * unless told to (`-tls_verify 1`); its OpenSSL builds also need the CA file named.
-   */
-  tlsVerify?: boolean;
-  /** The system's CA bundle (Debian: /etc/ssl/certs/ca-certificates.crt), when it has one. */
-  caFile?: string;
 }
 
 /**
@@ -38,6 +55,11 @@ export function destinationMuxer(url: string): "flv" | "mpegts" | undefined {
   return undefined;
 }
 
+/** Whether onair publishes to this destination itself (rtmp, rtmps) rather than ffmpeg (srt, rtmp with credentials). */
+export function relayedByOnair(url: TargetUrl): boolean {
+  return (url.scheme === "rtmp" || url.scheme === "rtmps") && url.userinfo === undefined;
+}
+
 /**
  * One push: copy (never re-encode) the source or an already encoded rendition to a destination.
  *
@@ -51,15 +73,38 @@ export function destinationMuxer(url: string): "flv" | "mpegts" | undefined {
  * PMT, so half a second of probing finds both streams; ffmpeg's default 5 s would wait for the
  * next segment before sending anything (measured: connected 1.2 s later with 1 s segments).
  *
- * Progress goes to stdout as key=value blocks (`-progress pipe:1`, every 0.5 s): the push is
- * connected once a block reports media written (see `progressShowsMedia`).
+ * A relayed push writes FLV to a unix socket onair listens on (`unix:`; a pipe from the
+ * supervisor could not be paused when the destination is slow). A direct push reports progress
+ * on stdout as key=value blocks (`-progress pipe:1`, every 0.5 s): it is connected once a block
+ * reports media written (see `progressShowsMedia`).
  */
 export function buildPushArgs(o: PushArgsInput): string[] {
-  const parsed = parseTargetUrl(o.destination);
+  const out = o.output;
+  const common = ["-hide_banner", "-nostdin", "-nostats", "-loglevel", "warning"];
+  if (out.kind === "relay") {
+    // A live stream: no seeking back to patch duration and size into the header.
+    return [...common, ...inputArgs(o), "-f", "flv", "-flvflags", "no_duration_filesize", `unix:${out.socketPath}`];
+  }
+  const parsed = parseTargetUrl(out.destination);
   if (!parsed.ok) throw new Error(`a multistream destination must be a valid rtmp://, rtmps:// or srt:// url: it ${parsed.error}`);
   const destination = parsed.url;
-  const muxer = destinationMuxer(destination.canonical)!;
-  const args = ["-hide_banner", "-nostdin", "-nostats", "-loglevel", "warning", "-progress", "pipe:1"];
+  const args = [...common, "-progress", "pipe:1", ...inputArgs(o)];
+  if (destinationMuxer(destination.canonical) === "flv") args.push("-f", "flv", "-flvflags", "no_duration_filesize");
+  else args.push("-f", "mpegts");
+  // Output options reach the protocols that open the url: rtmps hands these to its tls layer.
+  if (destination.scheme === "rtmps" && out.tlsVerify !== false) {
+    args.push("-tls_verify", "1");
+    if (out.caFile) args.push("-ca_file", out.caFile);
+  }
+  // The canonical url, last: whatever follows the host is the stream's name (rtmp) or a checked
+  // option (srt), never an ffmpeg option of ours.
+  args.push("-rw_timeout", String(PUSH_IO_TIMEOUT_US), destination.canonical);
+  return args;
+}
+
+/** The input and what of it is copied. */
+function inputArgs(o: PushArgsInput): string[] {
+  const args: string[] = [];
   if (o.input.kind === "source") {
     // The local RTMP server never stalls on its own, but a stall must not hang the push.
     args.push("-rw_timeout", String(PUSH_IO_TIMEOUT_US), "-i", o.input.url);
@@ -70,20 +115,6 @@ export function buildPushArgs(o: PushArgsInput): string[] {
   if (o.videoOnly) args.push("-an");
   else args.push("-map", "0:a:0?");
   args.push("-c", "copy");
-  if (muxer === "flv") {
-    // A live destination cannot be seeked back to patch duration and size into the header.
-    args.push("-f", "flv", "-flvflags", "no_duration_filesize");
-  } else {
-    args.push("-f", "mpegts");
-  }
-  // Output options reach the protocols that open the url: rtmps hands these to its tls layer.
-  if (destination.scheme === "rtmps" && o.tlsVerify !== false) {
-    args.push("-tls_verify", "1");
-    if (o.caFile) args.push("-ca_file", o.caFile);
-  }
-  // The canonical url, last: whatever follows the host is the stream's name (rtmp) or a checked
-  // option (srt), never an ffmpeg option of ours.
-  args.push("-rw_timeout", String(PUSH_IO_TIMEOUT_US), destination.canonical);
   return args;
 }
 

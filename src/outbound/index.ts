@@ -11,4 +11,3 @@ export {
   type OutboundSettings,
   type ResolvedAddress,
 } from "./policy";
-export { ForwardProxy, forwardedHeaders, parseAbsoluteTarget, parseAuthority, REFUSED_PHRASE, type ForwardProxyOptions, type ForwardProxyStats, type ProxyTarget } from "./forwardProxy";

@@ -6,8 +6,9 @@ import type { WebhookQuestion } from "./gate";
 
 // A `webhook` playback policy: the stream owner's webhook decides who watches. onair POSTs
 // `{accessKey, context, timestamp}` to it, signed like an event; a 2xx admits the viewer,
-// anything else (or no answer within the sender's timeout) refuses. The gate keeps the answer
-// for the policy's refreshInterval.
+// any other status refuses. No answer within the sender's timeout is no answer (undefined): the
+// viewer is told to try again, not refused. The gate keeps the answer for the policy's
+// refreshInterval, and bounds how many questions are out (src/playback/questionBudget.ts).
 
 export function webhookQuestion(store: Store, sender: WebhookSender, log: Logger): WebhookQuestion {
   return async (subject, accessKey) => {
@@ -24,8 +25,15 @@ export function webhookQuestion(store: Store, sender: WebhookSender, log: Logger
       Object.assign(headers, standardWebhooksHeaders(`access-${crypto.randomUUID()}`, body, webhook.sharedSecret, timestamp));
     }
     const result = await sender.post(webhook.url, body, headers);
-    const admitted = result.statusCode !== undefined && result.statusCode >= 200 && result.statusCode < 300;
-    if (result.statusCode === undefined) log.warn({ playbackId: subject.playbackId, webhookId: webhook.id, error: result.error, refused: result.refusedDetail }, "the playback policy webhook did not answer: viewer refused");
-    return admitted;
+    if (result.failure === "refused") {
+      // Never to be asked (the outbound policy refuses its address): as if it were gone.
+      log.warn({ playbackId: subject.playbackId, webhookId: webhook.id, error: result.error, refused: result.refusedDetail }, "the playback policy webhook cannot be asked: every viewer is refused");
+      return false;
+    }
+    if (result.statusCode === undefined) {
+      log.warn({ playbackId: subject.playbackId, webhookId: webhook.id, error: result.error, refused: result.refusedDetail }, "the playback policy webhook did not answer: viewer told to retry");
+      return undefined;
+    }
+    return result.statusCode >= 200 && result.statusCode < 300;
   };
 }

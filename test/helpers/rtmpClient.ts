@@ -4,6 +4,10 @@
 // digest), AMF0 commands, and the protocol control and user control messages a server may send
 // a publisher (chunk size, acknowledgement window, peer bandwidth, pings). Sections, in order:
 // AMF0, chunk stream, the publisher, FLV tag bodies.
+//
+// It does not reuse src/rtmp on purpose: it is the independent peer onair's RTMP code is tested
+// against (the ingest now, onair's own RTMP server later), so a mistake in src/rtmp's codecs
+// cannot be made on both sides of a test and pass.
 
 import net from "node:net";
 

@@ -3,7 +3,7 @@ import dgram from "node:dgram";
 import { PeerConnection, Audio, Video, initLogger, type Track } from "node-datachannel";
 if (process.env.WHIP_DEBUG) initLogger("Debug", (level, msg) => { if (!msg.match(/RTP|SRTP|Sending|Received/)) process.stderr.write(`[ndc ${level}] ${msg}\n`); });
 import { FFMPEG } from "./media";
-import { isRtcp } from "../../src/ingest";
+import { isRtcp } from "../../src/webrtc";
 
 // An OBS-like WHIP publisher: libdatachannel (node-datachannel, the library OBS's WHIP output
 // embeds) sending H.264 and Opus that ffmpeg encodes from its test sources. ICE host
@@ -37,11 +37,11 @@ export interface WhipPublishOptions {
 }
 
 /**
- * libdatachannel as a client sometimes has its peer closed between gathering and the answer
- * (about one publish in six here, in the jest process that also runs the server; none in 40
- * publishes between two peers in a plain Node process), and rarely sees ICE fail on loopback
- * before its tracks open. Not understood yet: like OBS, which retries a failed start, the
- * client ends the resource it got and publishes again.
+ * libdatachannel as a client had its peer closed between gathering and the answer when the
+ * server's connectivity checks reached it before it had applied the answer (the server now
+ * waits for the client's checks first), and rarely sees ICE fail on loopback before its tracks
+ * open: like OBS, which retries a failed start, the client ends the resource it got and
+ * publishes again.
  */
 export async function whipPublish(endpoint: string, opts: WhipPublishOptions = {}): Promise<WhipClient> {
   for (let attempt = 1; ; attempt++) {
@@ -102,7 +102,9 @@ async function whipPublishOnce(endpoint: string, opts: WhipPublishOptions): Prom
     throw new FailedStart(why, resource);
   }
   const ended = () => pc.state() === "failed" || pc.state() === "closed";
-  await until(() => tracks.every((t) => t.isOpen()) || ended(), 10_000, () => `tracks open (client states: ${states.join(", ")}; now ${pc.state()} / ${pc.iceState()})`);
+  // ICE and DTLS on loopback take milliseconds; a lost DTLS flight is resent after 1, 2, 4… s,
+  // which a loaded 2-core CI machine has needed: 20 s bounds the wait, not the speed.
+  await until(() => tracks.every((t) => t.isOpen()) || ended(), 20_000, () => `tracks open (client states: ${states.join(", ")}; now ${pc.state()} / ${pc.iceState()})`);
   if (ended()) {
     // The same start failure seen from the other side (ICE failed on loopback, about one run in
     // a few hundred publishes): started again, as OBS does.
@@ -153,8 +155,11 @@ async function whipPublishOnce(endpoint: string, opts: WhipPublishOptions): Prom
     sent: () => sent,
     vanish: halt,
     stop: async () => {
+      // DELETE first, as OBS does: a peer closed first ends the publish on its own, and the
+      // DELETE that follows finds no resource.
+      const status = (await fetch(resource!, { method: "DELETE" })).status;
       halt();
-      return (await fetch(resource!, { method: "DELETE" })).status;
+      return status;
     },
   };
 }

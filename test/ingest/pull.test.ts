@@ -139,7 +139,7 @@ describe("pull ingest", () => {
   it("pulls HLS over HTTP with the stream's headers on every request, and makes audio FLV cannot carry AAC", async () => {
     const { api, t } = fx;
     const hls = await serveHls(4);
-    const proxiedBefore = t.server.pulls?.proxyStats?.allowed ?? 0;
+    const proxiedBefore = t.server.pulls?.gatewayStats?.allowed ?? 0;
     try {
       const s = (await api("POST", "/stream", { name: "hls camera", pull: { source: hls.url, headers: { Authorization: "Bearer pull-token", "X-Camera": "lobby" } } })).body;
       await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive, 25_000);
@@ -149,8 +149,8 @@ describe("pull ingest", () => {
       // Playlist and segments alike carried the headers.
       expect(hls.requests.some((r) => r.path.endsWith(".ts"))).toBe(true);
       for (const r of hls.requests) expect(r.headers).toMatchObject({ authorization: "Bearer pull-token", "x-camera": "lobby" });
-      // Each of them through the forward proxy, which the outbound policy allowed (one check per request).
-      expect(t.server.pulls!.proxyStats!.allowed - proxiedBefore).toBeGreaterThanOrEqual(hls.requests.length);
+      // Each of them through the source gateway, which the outbound policy allowed (one check per request).
+      expect(t.server.pulls!.gatewayStats!.allowed - proxiedBefore).toBeGreaterThanOrEqual(hls.requests.length);
       // Deleted: the pull stops (it would read the playlist again after each end).
       expect((await api("DELETE", `/stream/${s.id}`)).status).toBe(204);
       await waitFor("no ffmpeg of the server left", () => t.server.processes.size === 0 && t.server.pulls?.status(s.id) === undefined, 10_000);

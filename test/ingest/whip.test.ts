@@ -103,6 +103,12 @@ describe("WHIP ingest", () => {
     expect(JSON.parse(bad.body).errors[0]).toMatch(/unknown stream key/);
     const none = await fetch(`${origin()}/whip`, { method: "POST", headers: { "content-type": "application/sdp" }, body: "v=0\r\n" });
     expect(none.status).toBe(401);
+    // The key is checked before the body is read or parsed: a bad key gets 401 whatever it sends.
+    for (const [type, body] of [["application/sdp", "hello"], ["application/sdp", "v=0\r\nm=video 9 X 1\r\n"], ["text/plain", "v=0"]] as const) {
+      const badKeyBadBody = await fetch(`${origin()}/whip`, { method: "POST", headers: { authorization: "Bearer abcd-efgh-ijkl-mnop", "content-type": type }, body });
+      expect(badKeyBadBody.status).toBe(401);
+      expect(((await badKeyBadBody.json()) as { errors: string[] }).errors[0]).toMatch(/unknown stream key/);
+    }
 
     const s = (await api("POST", "/stream", { name: "suspended" })).body;
     await api("PATCH", `/stream/${s.id}`, { suspended: true });

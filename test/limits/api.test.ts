@@ -181,6 +181,15 @@ describe("the limit settings", () => {
       maxProfilesPerStream: 5,
       maxTargetsPerStream: 10,
       maxLiveStreamsPerUser: 10,
+      maxPullsPerNode: 50,
+      blockingWaitsPerClient: 100,
+      blockingWaitsPerNode: 5000,
+      blockingWaitsPerPlayback: 2000,
+      nodeWebhookQuestionRate: 100,
+      nodeWebhookQuestionsInFlight: 48,
+      publicMaxConnections: 20000,
+      webhookQuestionRate: 20,
+      webhookQuestionsInFlight: 16,
       maxRenditionWidth: 1920,
       maxRenditionHeight: 1080,
       maxRenditionFps: 60,
@@ -188,6 +197,8 @@ describe("the limit settings", () => {
       maxWebhooksPerUser: 20,
       maxTargetsPerUser: 100,
       maxSigningKeysPerUser: 100,
+      maxAssetsPerUser: 1000,
+      maxClipBytesPerUser: 10 * 1024 * 1024 * 1024,
     });
   });
 

@@ -1,5 +1,4 @@
 import { dropTestDatabase, testDatabaseEnv } from "../helpers/database";
-import { spawnSync } from "node:child_process";
 import fs from "node:fs";
 import { loadConfig } from "../../src/config";
 import { createLogger } from "../../src/log";
@@ -77,11 +76,20 @@ export async function newestSegment(url: string): Promise<number> {
   return segs.length ? segs[segs.length - 1]!.seq : -1;
 }
 
-/** PIDs of onair's push processes to the destination with this key (a listener has no -progress). */
-export function pushPids(key: string): number[] {
-  const ps = spawnSync("ps", ["-eo", "pid=,args="], { encoding: "utf8" });
-  return ps.stdout
+/**
+ * The pushes connected to a destination on 127.0.0.1:port, each as the local port of its TCP
+ * connection (the same push keeps its connection; a restarted one has a new port). Read from
+ * the kernel's table: onair's own RTMP client holds these connections, not a process whose
+ * command line would name the destination.
+ */
+export function pushConnections(port: number): number[] {
+  const hex = port.toString(16).toUpperCase().padStart(4, "0");
+  return fs
+    .readFileSync("/proc/net/tcp", "utf8")
     .split("\n")
-    .filter((l) => l.includes("ffmpeg") && l.includes(key) && l.includes("-progress"))
-    .map((l) => Number(l.trim().split(/\s+/)[0]));
+    .slice(1)
+    .map((l) => l.trim().split(/\s+/))
+    // remote 127.0.0.1:port, state 01 (ESTABLISHED)
+    .filter((f) => f[2] === `0100007F:${hex}` && f[3] === "01")
+    .map((f) => parseInt(f[1]!.split(":")[1]!, 16));
 }

@@ -2,7 +2,7 @@ import fs from "node:fs";
 import { probe, pushTestStream, waitFor, type Push } from "../helpers/media";
 import { tempDir } from "../helpers/server";
 import { freePort, startRtmpDestination, startRtmpsDestination, startSrtDestination, type Destination } from "./destinations";
-import { newestSegment, pushPids, startHarness, targetEvents, type Harness } from "./harness";
+import { newestSegment, pushConnections, startHarness, targetEvents, type Harness } from "./harness";
 
 // Real ffmpeg publishing into a real server, which pushes with real ffmpeg to real listening
 // destinations (RTMP, RTMPS, SRT) that write what they receive to files; events arrive at a
@@ -206,7 +206,7 @@ describe("multistream pushes", () => {
     publisher.child.kill("SIGKILL");
     await waitFor("isActive false", async () => !(await getStream(s.id)).isActive, 5000);
     await waitFor("every ffmpeg to exit", () => h.server.processes.size === 0, 10_000);
-    expect(pushPids(key)).toEqual([]);
+    expect(pushConnections(port)).toEqual([]);
     expect(h.logs.join("")).not.toContain(key);
   });
 
@@ -217,8 +217,8 @@ describe("multistream pushes", () => {
     const s = (await h.api("POST", "/stream", { name: "changed while live", profiles: PROFILES, multistream: { targets: [{ id: tKept.id, profile: "180p" }] } })).body;
     const publisher = publish(s.streamKey, 60);
     await waitForEvent(tKept.id, "multistream.connected");
-    const keptPids = pushPids(kept.key);
-    expect(keptPids).toHaveLength(1);
+    const keptConnection = pushConnections(kept.port);
+    expect(keptConnection).toHaveLength(1);
 
     // Added with an inline spec while live.
     const patchedAt = Date.now();
@@ -231,14 +231,14 @@ describe("multistream pushes", () => {
     await waitForEvent(tAdded.id, "multistream.connected", 1, 10_000);
     await waitFor("the added destination to receive media", () => added.received() > 1000, 10_000 - (Date.now() - patchedAt));
     expect(Date.now() - patchedAt).toBeLessThan(10_000);
-    expect(pushPids(kept.key)).toEqual(keptPids);
+    expect(pushConnections(kept.port)).toEqual(keptConnection);
 
     // Disabling the added target stops its push, and only that one.
     expect((await h.api("PATCH", `/multistream/target/${tAdded.id}`, { disabled: true })).status).toBe(204);
     await waitForEvent(tAdded.id, "multistream.disconnected", 1, 5000);
     await added.exited;
-    expect(pushPids(added.key)).toEqual([]);
-    expect(pushPids(kept.key)).toEqual(keptPids);
+    expect(pushConnections(added.port)).toEqual([]);
+    expect(pushConnections(kept.port)).toEqual(keptConnection);
     expect(eventNames(tKept.id)).toEqual(["multistream.connected"]);
     const probed = await probe(added.file);
     expect(probed.streams.map((x) => [x.codec_type, x.width, x.height])).toEqual([["video", 160, 90], ["audio", undefined, undefined]]);
@@ -247,7 +247,7 @@ describe("multistream pushes", () => {
     expect((await h.api("PATCH", `/stream/${s.id}`, { multistream: { targets: [] } })).status).toBe(204);
     await waitForEvent(tKept.id, "multistream.disconnected", 1, 5000);
     await kept.exited;
-    expect(pushPids(kept.key)).toEqual([]);
+    expect(pushConnections(kept.port)).toEqual([]);
     expect((await getStream(s.id)).isActive).toBe(true);
     expect(h.server.processes.size).toBe(1); // the pipeline alone
     expect((await h.api("DELETE", `/multistream/target/${tKept.id}`)).status).toBe(204);
@@ -273,7 +273,7 @@ describe("multistream and shutdown", () => {
       await own.receiver.waitFor(() => targetEvents(own.receiver, target.id).length > 0, "multistream.connected", 15_000);
 
       await own.stop({ keepReceiver: true });
-      expect(pushPids(d.key)).toEqual([]);
+      expect(pushConnections(d.port)).toEqual([]);
       expect(own.server.processes.size).toBe(0);
       await d.exited;
       expect((await probe(d.file)).duration).toBeGreaterThan(0.5);

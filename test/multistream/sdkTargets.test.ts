@@ -3,7 +3,7 @@ import { Livepeer } from "livepeer";
 import { probe, pushTestStream, waitFor, type Push } from "../helpers/media";
 import { tempDir } from "../helpers/server";
 import { startRtmpDestination, type Destination } from "./destinations";
-import { pushPids, startHarness, targetEvents, type Harness } from "./harness";
+import { pushConnections, startHarness, targetEvents, type Harness } from "./harness";
 
 // The SDK's stream.addMultistreamTarget / removeMultistreamTarget on a live stream: real ffmpeg
 // publishes over RTMP, the server pushes with real ffmpeg to a real listening RTMP destination,
@@ -37,20 +37,20 @@ it("a target added through the SDK while live is pushed to at once; removing it 
   const s = (await sdk.stream.create({ name: "live, then multistreamed" })).stream!;
   publisher = pushTestStream(`${h.rtmp}/${s.streamKey}`, { seconds: 60 });
   await waitFor("the stream to go live", async () => (await sdk.stream.get(s.id!)).stream!.isActive, 20_000);
-  expect(pushPids(d.key)).toEqual([]);
+  expect(pushConnections(d.port)).toEqual([]);
 
   const addedAt = Date.now();
   expect((await sdk.stream.addMultistreamTarget({ id: target.id, profile: "source" }, s.id!)).statusCode).toBe(204);
   await h.receiver.waitFor(() => eventNames(target.id!).includes("multistream.connected"), "multistream.connected", 10_000);
   await waitFor("the destination to receive media", () => d.received() > 1000, 10_000);
   expect(Date.now() - addedAt).toBeLessThan(10_000);
-  expect(pushPids(d.key)).toHaveLength(1);
+  expect(pushConnections(d.port)).toHaveLength(1);
 
   expect((await sdk.stream.removeMultistreamTarget(s.id!, target.id!)).statusCode).toBe(204);
   await h.receiver.waitFor(() => eventNames(target.id!).includes("multistream.disconnected"), "multistream.disconnected", 10_000);
   // The listener exits once its publisher (our push) has left.
   await d.exited;
-  expect(pushPids(d.key)).toEqual([]);
+  expect(pushConnections(d.port)).toEqual([]);
   expect(eventNames(target.id!)).toEqual(["multistream.connected", "multistream.disconnected"]);
   expect((await sdk.stream.get(s.id!)).stream).toMatchObject({ isActive: true, multistream: { targets: [] } });
   expect(h.server.processes.size).toBe(1); // the pipeline alone

@@ -27,15 +27,16 @@ export function assetRoutes(deps: ApiDeps): Route[] {
       body: clipBody,
       responses: {
         200: { description: "The asset, `waiting`, and its task; follow it with GET /asset/{id} or the asset.ready webhook", schema: createClipAnswer },
-        400: { description: "The range is too long or not wholly within what can be clipped (the message says what is)", schema: errorBody },
+        400: { description: "The range is too long or not wholly within what can be clipped (the message says what is), or the user has MAX_ASSETS_PER_USER assets or their clips would pass MAX_CLIP_MB_PER_USER (the message names the setting)", schema: errorBody },
         404: { description: "No such playback id or session of the caller", schema: errorBody },
         422: { description: "A body that fails its schema (endTime not after startTime among others)", schema: errorBody },
+        503: { description: "No room on this server's disk for the cut now (STORAGE_MIN_FREE_MB must stay free); try again after Retry-After", schema: errorBody },
       },
       handle: async ({ userId, body }) => {
         try {
           return { status: 200, body: await clips().create(userId, body) };
         } catch (err) {
-          if (err instanceof ClipRefused) throw new ApiError(err.status, [err.message]);
+          if (err instanceof ClipRefused) throw new ApiError(err.status, [err.message], err.retryAfterSeconds !== undefined ? { "retry-after": String(err.retryAfterSeconds) } : {});
           throw err;
         }
       },

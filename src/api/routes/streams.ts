@@ -13,6 +13,7 @@ import { checkUserCap } from "../caps";
 import { checkInlineTargets, checkRefProfiles, resolveTargetRefs, targetCapProblem } from "./multistreamRefs";
 import { pageResult } from "./listing";
 import { checkPullSource, startPullRoute } from "./streamPull";
+import { withSrtPort } from "./streamSrt";
 
 const TAG = "Streams";
 const notFoundResponse = { description: "No such stream of the caller", schema: errorBody };
@@ -117,16 +118,13 @@ function createStreamRoute(deps: ApiDeps, { present }: StreamAccess, limits: Lim
         checkUserCap(await tx.streams.countOwned(userId), 1, limits.maxStreamsPerUser, "streams", "MAX_STREAMS_PER_USER");
         const s = await tx.streams.create({ userId, name: body.name, profiles, record: body.record ?? false, playbackPolicy: policy ?? null, reconnectWindow: body.reconnectWindow ?? null, pull: body.pull ?? null });
         if (body.multistream) await tx.streamTargets.replaceForStream(s.id, await resolveTargetRefs(tx, userId, body.multistream, profiles, limits.maxTargetsPerUser));
-        if (deps.srt) {
-          await lockKey(tx.db, "srt-ports");
-          if ((await tx.streams.assignSrtPort(s.id, deps.srt.ports)) === undefined) deps.log.warn({ streamId: s.id }, "every SRT port (SRT_PORTS) is taken: the stream has no SRT ingest");
-        }
         // Ingest nodes learn the new key.
         await deps.live.announce(tx.db, { streamId: s.id, change: "changed" });
-        return deps.srt ? (await tx.streams.get(s.id))! : s;
+        return s;
       });
       deps.log.info({ streamId: stream.id, userId }, "stream created");
-      return { status: 201, body: await present(stream) };
+      // The owner asks for the srtUrl here first: the port is given now (never to a pulled stream).
+      return { status: 201, body: await present(await withSrtPort(deps, stream, { created: true })) };
     },
   });
 }
@@ -155,7 +153,8 @@ function readStreamRoutes(deps: ApiDeps, { present, owned }: StreamAccess): Rout
       tag: TAG,
       summary: "Get a stream",
       responses: { 200: { description: "The stream", schema: streamObject }, 404: notFoundResponse },
-      handle: async ({ userId, params }) => ({ status: 200, body: await present(await owned(userId, params.id!)) }),
+      // Reading one stream asks for its srtUrl: a port if it has none, its listener kept armed.
+      handle: async ({ userId, params }) => ({ status: 200, body: await present(await withSrtPort(deps, await owned(userId, params.id!))) }),
     }),
   ];
 }

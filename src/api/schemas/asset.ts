@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CLIP_END_AHEAD_MS } from "../../assets";
 import { expected } from "../../shapes";
 
 /** Wall-clock ms since the epoch, as Livepeer's clip API takes them. */
@@ -8,7 +9,7 @@ export const clipBody = z
   .object({
     playbackId: z.string(expected("a string")).min(1, "must not be empty").max(200).describe("playback id of one of the caller's streams"),
     startTime: epochMs.describe("wall-clock ms of the clip's start; it starts at the keyframe at or before it"),
-    endTime: epochMs.optional().describe("wall-clock ms of the clip's end; default: the newest media, at most MAX_CLIP_SECONDS after startTime"),
+    endTime: epochMs.optional().describe(`wall-clock ms of the clip's end; default: the newest media, at most MAX_CLIP_SECONDS after startTime. Past the newest media but at most ${CLIP_END_AHEAD_MS / 1000} s after now ("the last N s" asked with endTime = now): the newest media`),
     name: z.string(expected("a string")).trim().min(1, "must not be empty").max(500).optional(),
     sessionId: z.string(expected("a string")).min(1, "must not be empty").max(200).optional().describe("the session to clip (its recording once it is out of the live window); default: the stream's current or latest"),
   })
@@ -34,7 +35,14 @@ export const assetObject = z
     userId: z.string(),
     name: z.string(),
     createdAt: z.number(),
-    source: z.object({ type: z.literal("clip"), sessionId: z.string(), playbackId: z.string().describe("the stream's"), sourceId: z.string().describe("the stream's id") }),
+    source: z.object({
+      type: z.literal("clip"),
+      sessionId: z.string(),
+      playbackId: z.string().describe("the stream's"),
+      sourceId: z.string().describe("the stream's id"),
+      startTime: z.number().describe("wall-clock ms the clip starts at: the keyframe at or before the startTime asked for"),
+      endTime: z.number().describe(`wall-clock ms the clip ends at: the endTime asked for, or the newest media when none was asked or it was at most ${CLIP_END_AHEAD_MS / 1000} s after now`),
+    }),
     status: z.object({
       phase: z.enum(["waiting", "processing", "ready", "failed"]),
       updatedAt: z.number(),

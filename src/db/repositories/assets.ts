@@ -24,7 +24,7 @@ export interface AssetRecord {
   streamId: string;
   sessionId: string;
   sourcePlaybackId: string;
-  /** The range asked for, wall-clock ms. */
+  /** The range it covers, wall-clock ms: from the keyframe at or before the start asked for, to the end asked for (or the newest media). */
   clipStart: number;
   clipEnd: number;
   createdAt: number;
@@ -32,6 +32,7 @@ export interface AssetRecord {
   updatedAt: number;
   progress: number | null;
   errorMessage: string | null;
+  /** Bytes of the MP4 once ready; while it is made, the estimate its user's clip budget counts (MAX_CLIP_MB_PER_USER). */
   size: number | null;
   /** seconds */
   duration: number | null;
@@ -83,7 +84,10 @@ const toAsset = (r: Row): AssetRecord => ({
   videoSpec: r.video_spec ? (JSON.parse(r.video_spec) as AssetVideoSpec) : null,
 });
 
-export type NewAsset = Pick<AssetRecord, "userId" | "name" | "streamId" | "sessionId" | "sourcePlaybackId" | "clipStart" | "clipEnd">;
+export type NewAsset = Pick<AssetRecord, "userId" | "name" | "streamId" | "sessionId" | "sourcePlaybackId" | "clipStart" | "clipEnd"> & {
+  /** Bytes the clip is expected to take, counted until its real size is known. */
+  estimatedSize?: number;
+};
 
 /** The assets table (clips). Not part of the store's repositories: built over any Sql handle. */
 export class AssetsRepository {
@@ -94,9 +98,9 @@ export class AssetsRepository {
     const now = orderedNow();
     const playbackId = newPlaybackId();
     await this.q.run(
-      `INSERT INTO assets (id, user_id, playback_id, playback_id_hash, name, stream_id, session_id, source_playback_id, clip_start, clip_end, created_at, phase, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'waiting', ?)`,
-      [id, a.userId, playbackId, sha256Hex(playbackId), a.name, a.streamId, a.sessionId, a.sourcePlaybackId, a.clipStart, a.clipEnd, now, now],
+      `INSERT INTO assets (id, user_id, playback_id, playback_id_hash, name, stream_id, session_id, source_playback_id, clip_start, clip_end, created_at, phase, updated_at, size)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'waiting', ?, ?)`,
+      [id, a.userId, playbackId, sha256Hex(playbackId), a.name, a.streamId, a.sessionId, a.sourcePlaybackId, a.clipStart, a.clipEnd, now, now, a.estimatedSize ?? null],
     );
     return (await this.get(id))!;
   }
@@ -148,7 +152,23 @@ export class AssetsRepository {
   }
 
   async setFailed(id: string, errorMessage: string): Promise<void> {
-    await this.q.run("UPDATE assets SET phase = 'failed', progress = NULL, error_message = ?, updated_at = ? WHERE id = ?", [errorMessage, Date.now(), id]);
+    // A failed clip keeps no files: it no longer counts against its user's bytes.
+    await this.q.run("UPDATE assets SET phase = 'failed', progress = NULL, error_message = ?, size = NULL, updated_at = ? WHERE id = ?", [errorMessage, Date.now(), id]);
+  }
+
+  /** A user's assets and the bytes they hold (estimates for those being made), for the per-user caps. */
+  async usage(userId: string): Promise<{ count: number; bytes: number }> {
+    const row = await this.q.get<{ n: number | string; bytes: number | string | null }>("SELECT COUNT(*) AS n, SUM(size) AS bytes FROM assets WHERE user_id = ?", [userId]);
+    return { count: Number(row?.n ?? 0), bytes: Number(row?.bytes ?? 0) };
+  }
+
+  /** A clip of this user being made of exactly this range: asked again, it is answered with that one. */
+  async findPending(userId: string, sessionId: string, clipStart: number, clipEnd: number): Promise<AssetRecord | undefined> {
+    const row = await this.q.get<Row>(
+      "SELECT * FROM assets WHERE user_id = ? AND session_id = ? AND clip_start = ? AND clip_end = ? AND phase IN ('waiting', 'processing') ORDER BY seq LIMIT 1",
+      [userId, sessionId, clipStart, clipEnd],
+    );
+    return row && toAsset(row);
   }
 
   /** Assets a job must still exist for (JobQueue.expect). */

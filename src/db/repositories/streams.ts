@@ -25,6 +25,7 @@ interface Row extends CounterColumns {
   reconnect_window: number | null;
   srt_port: number | null;
   srt_passphrase: string | null;
+  srt_used_at?: number | string | null;
   pull?: string | null;
   pull_requested_at?: number | null;
 }
@@ -51,6 +52,8 @@ export function toStreamRecord(r: Row): StreamRecord {
     reconnectWindow: r.reconnect_window,
     srtPort: r.srt_port ?? null,
     srtPassphrase: r.srt_passphrase ?? null,
+    // A PostgreSQL BIGINT may come as text.
+    srtUsedAt: r.srt_used_at === null || r.srt_used_at === undefined ? null : Number(r.srt_used_at),
     pull: r.pull ? (JSON.parse(r.pull) as PullConfig) : null,
     pullRequestedAt: r.pull_requested_at ?? null,
   };
@@ -87,6 +90,9 @@ export interface StreamFilters {
   parentId?: string;
 }
 
+/** Why a stream has no SRT port: pulled, its owner's share (SRT_PORTS_PER_USER) is used, SRT_PORTS is used up, or it is gone. */
+export type SrtPortRefusal = "pulled" | "share" | "range" | "gone";
+
 const escapeLike = (s: string) => s.replace(/[\\%_]/g, (c) => "\\" + c);
 
 export class StreamsRepository {
@@ -120,19 +126,40 @@ export class StreamsRepository {
 
   /**
    * Gives a parent stream the lowest free port of `range` for its SRT listener, and a passphrase,
-   * unless it has one; returns its port (undefined when the range is used up). Callers on
-   * PostgreSQL hold the `srt-ports` lock, so two streams never pick the same port at once.
+   * unless it has one (its use is then noted, as for touchSrt); returns its port, or why it has
+   * none: a pulled stream takes no SRT, a user holds at most `perUser` ports, the range may be
+   * used up. Callers on PostgreSQL hold the `srt-ports` lock, so two streams never pick the same
+   * port at once.
    */
-  async assignSrtPort(streamId: string, range: { first: number; last: number }): Promise<number | undefined> {
-    const current = await this.q.get<{ srt_port: number | null }>("SELECT srt_port FROM streams WHERE id = ? AND parent_id IS NULL AND deleted_at IS NULL", [streamId]);
-    if (!current) return undefined;
-    if (current.srt_port !== null) return current.srt_port;
+  async assignSrtPort(streamId: string, range: { first: number; last: number }, perUser: number, at = Date.now()): Promise<{ port: number } | { refused: SrtPortRefusal }> {
+    const current = await this.q.get<{ user_id: string; srt_port: number | null; pull: string | null }>(
+      "SELECT user_id, srt_port, pull FROM streams WHERE id = ? AND parent_id IS NULL AND deleted_at IS NULL",
+      [streamId],
+    );
+    if (!current) return { refused: "gone" };
+    if (current.pull !== null) return { refused: "pulled" };
+    if (current.srt_port !== null) {
+      await this.touchSrt(streamId, at);
+      return { port: current.srt_port };
+    }
+    if ((await this.srtPortsHeld(current.user_id)) >= perUser) return { refused: "share" };
     const used = new Set((await this.q.all<{ srt_port: number }>("SELECT srt_port FROM streams WHERE srt_port IS NOT NULL")).map((r) => r.srt_port));
     let port = range.first;
     while (port <= range.last && used.has(port)) port++;
-    if (port > range.last) return undefined;
-    await this.q.run("UPDATE streams SET srt_port = ?, srt_passphrase = ? WHERE id = ? AND srt_port IS NULL", [port, newSrtPassphrase(), streamId]);
-    return port;
+    if (port > range.last) return { refused: "range" };
+    await this.q.run("UPDATE streams SET srt_port = ?, srt_passphrase = ?, srt_used_at = ? WHERE id = ? AND srt_port IS NULL", [port, newSrtPassphrase(), at, streamId]);
+    return { port };
+  }
+
+  /** How many SRT ports the user's streams hold (SRT_PORTS_PER_USER). */
+  async srtPortsHeld(userId: string): Promise<number> {
+    const row = await this.q.get<{ n: number | string }>("SELECT COUNT(*) AS n FROM streams WHERE user_id = ? AND srt_port IS NOT NULL AND deleted_at IS NULL", [userId]);
+    return Number(row?.n ?? 0);
+  }
+
+  /** The stream's SRT port was asked for or used at `at`: its listener stays armed (a no-op without a port). */
+  async touchSrt(streamId: string, at = Date.now()): Promise<void> {
+    await this.q.run("UPDATE streams SET srt_used_at = ? WHERE id = ? AND srt_port IS NOT NULL AND (srt_used_at IS NULL OR srt_used_at < ?)", [at, streamId, at]);
   }
 
   /** A stream that has not been deleted, parent or child. */
@@ -217,6 +244,8 @@ export class StreamsRepository {
       params.push(c.playbackPolicy ? JSON.stringify(c.playbackPolicy) : null);
     }
     if (c.pull !== undefined) sets.push("pull = ?"), params.push(c.pull ? JSON.stringify(c.pull) : null);
+    // A pulled stream takes no SRT: its port goes back to the pool.
+    if (c.pull) sets.push("srt_port = NULL", "srt_passphrase = NULL");
     if (sets.length === 0) return;
     await this.q.run(`UPDATE streams SET ${sets.join(", ")} WHERE id = ?`, [...params, id]);
   }
@@ -245,6 +274,10 @@ export class StreamsRepository {
    */
   async setActive(ids: string[], active: boolean, at = Date.now()): Promise<void> {
     await this.q.transaction(async (q) => {
+      // The lock order (SessionsRepository): parent rows before their children's, whatever
+      // order `ids` come in. PostgreSQL locks a locking SELECT's rows in its ORDER BY's order.
+      if (q.dialect === "postgres" && ids.length > 1)
+        await q.run(`SELECT 1 FROM streams WHERE id IN (${ids.map(() => "?").join(", ")}) ORDER BY parent_id IS NOT NULL, id FOR NO KEY UPDATE`, ids);
       for (const id of ids)
         await q.run("UPDATE streams SET is_active = ?, last_seen = CASE WHEN last_seen > ? THEN last_seen ELSE ? END WHERE id = ?", [
           active ? 1 : 0,
@@ -253,6 +286,11 @@ export class StreamsRepository {
           id,
         ]);
     });
+  }
+
+  /** A parent stream goes idle unless a node holds its lease (a takeover whose session is live or opening). */
+  async setIdleUnlessHeld(id: string): Promise<void> {
+    await this.q.run("UPDATE streams SET is_active = 0 WHERE id = ? AND live_node IS NULL", [id]);
   }
 
   /** Streams marked active: after a crash, these are the ones to set idle. */

@@ -1,21 +1,19 @@
-import { REFUSED_PHRASE } from "../../outbound";
+import type { UntrustedInput } from "../../media";
 import type { PullScheme } from "../../shapes";
 
-// The ffmpeg argument list of a pull: read the stream's source, republish it to the local RTMP
-// server under a bridge ticket (as the WHIP and SRT bridges do). Video is copied (the ingest
-// takes H.264, as from any publisher); audio is copied when it is AAC, else made AAC.
+// The ffmpeg of a pull: read the stream's source, republish it to the local RTMP server under a
+// bridge ticket (as the WHIP and SRT bridges do). Video is copied (the ingest takes H.264, as
+// from any publisher); audio is copied when it is AAC, else made AAC. The source itself is handed
+// over as an untrusted input (media/untrustedInput.ts): a script of mode 0600 names the url and
+// its options, so no password, signed query or header value is in ffmpeg's argv.
 
 export interface PullArgsInput {
-  /** The source url as stored (parsePullSource passed it). */
-  source: string;
   scheme: PullScheme;
-  /** HTTP(S) only: request headers (HLS playlists and segments alike). */
-  headers?: Record<string, string>;
   /**
-   * HTTP(S) only, and required there: the local forward proxy (`http://127.0.0.1:<port>`) every
-   * request goes through, so the outbound policy sees each host a redirect or playlist names.
+   * What ffmpeg opens: the source url (rtmp, rtmps, srt), onair's RTSP relay standing for it
+   * (rtsp), or the source gateway's url (http, https).
    */
-  httpProxy?: string;
+  url: string;
   /** `copy` while the source's audio is AAC or unknown; `aac` once it showed another codec. */
   audio: "copy" | "aac";
   /** AAC bitrate when audio is transcoded, bits per second. */
@@ -27,60 +25,38 @@ export interface PullArgsInput {
 }
 
 /**
- * The protocols ffmpeg may open for each kind of source: what the source url (or, for HLS, its
- * playlists) names can reach nothing else (a playlist listing `file:` segments, say).
+ * The source as ffmpeg's untrusted input, with the options before its `-i` (pure): which kind
+ * (its demuxers and protocols), and how a dead source ends the process.
  */
-const PROTOCOLS: Record<PullScheme, string> = {
-  rtmp: "rtmp,tcp",
-  rtmps: "rtmps,tcp,tls",
-  rtsp: "rtsp,rtp,tcp,udp",
-  srt: "srt,udp",
-  // crypto: AES-128 HLS segments. httpproxy: https through the forward proxy (CONNECT).
-  http: "http,https,tcp,tls,crypto,httpproxy",
-  https: "http,https,tcp,tls,crypto,httpproxy",
-};
-
-/** The input options of a source: how a dead source ends the process, and how it is read. */
-function inputOptions(o: PullArgsInput): string[] {
+export function pullInput(o: Pick<PullArgsInput, "scheme" | "url" | "ioTimeoutMs">): { input: UntrustedInput; before: string[] } {
   const us = String(o.ioTimeoutMs * 1000);
   switch (o.scheme) {
     case "rtmp":
     case "rtmps":
       // Live: read as it comes (no -re, which would only add delay to a live source).
-      return ["-rw_timeout", us];
+      return { input: { kind: o.scheme, url: o.url, options: { rw_timeout: us } }, before: [] };
     case "rtsp":
-      // Interleaved over the RTSP connection: UDP is lost behind NAT and firewalls, and on loss.
-      // The RTSP demuxer's -timeout is its socket I/O timeout.
-      return ["-rtsp_transport", "tcp", "-timeout", us];
+      // Interleaved over the RTSP connection (UDP is lost behind NAT and firewalls, and could not
+      // go through the relay); the RTSP demuxer's timeout is its socket I/O timeout.
+      return { input: { kind: "rtsp", url: o.url, options: { rtsp_transport: "tcp", timeout: us } }, before: [] };
     case "srt":
-      // SRT's own timeout (its reads never return EAGAIN, so -rw_timeout never fires); MPEG-TS.
-      return ["-timeout", us, "-f", "mpegts"];
+      // SRT's own timeout (its reads never return EAGAIN, so rw_timeout never fires); MPEG-TS.
+      return { input: { kind: "srt", url: o.url, options: { timeout: us } }, before: [] };
     case "http":
-    case "https": {
-      // HLS (or a file over HTTP): ffmpeg reads it as fast as the server gives it, so -re paces
-      // it at its own speed; a live playlist would otherwise burst its first segments.
-      const headers = Object.entries(o.headers ?? {});
-      // ffmpeg would otherwise follow redirects and playlists to any host, resolving each anew;
-      // the HLS demuxer hands http_proxy (and the headers) on to every playlist, segment and key.
-      if (!o.httpProxy) throw new Error("an http(s) pull needs the forward proxy");
-      return [
-        "-rw_timeout", us,
-        "-http_proxy", o.httpProxy,
-        ...(headers.length > 0 ? ["-headers", headers.map(([k, v]) => `${k}: ${v}\r\n`).join("")] : []),
-        "-re",
-      ];
-    }
+    case "https":
+      // Through the source gateway (plain http on loopback). HLS (or a file over HTTP): ffmpeg
+      // reads it as fast as it comes, so -re paces it; a live playlist would burst its first
+      // segments. The HLS demuxer hands rw_timeout on to every playlist and segment it opens.
+      return { input: { kind: "gateway", url: o.url, options: { rw_timeout: us } }, before: ["-re"] };
   }
 }
 
-/** ffmpeg pulling `source` into the local RTMP server (pure). */
-export function buildPullArgs(o: PullArgsInput): string[] {
+/** ffmpeg pulling the input that `inputArgs` read (from its script) into the local RTMP server (pure). */
+export function buildPullArgs(inputArgs: readonly string[], o: Pick<PullArgsInput, "audio" | "audioBitrate" | "outputUrl">): string[] {
   return [
     // info, not warning: the input's stream list (its audio codec) is read from stderr.
     "-hide_banner", "-nostdin", "-nostats", "-loglevel", "info",
-    "-protocol_whitelist", PROTOCOLS[o.scheme],
-    ...inputOptions(o),
-    "-i", o.source,
+    ...inputArgs,
     "-map", "0:v:0", "-map", "0:a:0?",
     "-c:v", "copy",
     ...(o.audio === "copy" ? ["-c:a", "copy"] : ["-c:a", "aac", "-b:a", String(o.audioBitrate), "-ar", "48000", "-ac", "2"]),
@@ -115,20 +91,4 @@ export function inputAudioCodec(lines: readonly string[]): string | undefined {
 export function pullTailLine(line: string): string | undefined {
   if (/\bOpening '.*' for reading$/.test(line)) return undefined;
   return line.replace(/\b([a-z][a-z0-9+.-]*:\/\/[^/\s'"]+)\/[^\s'"]*/gi, "$1/…");
-}
-
-/**
- * What the outbound policy refused, from a line of ffmpeg's stderr (pure): the host a redirect
- * or playlist led to, from `HTTP error 403 Refused by the outbound policy: <host>` (the forward
- * proxy's answer), or a playlist naming an `httpproxy:` url. That one ffmpeg opens itself, a
- * plain TCP connection to the host it names (the protocol is whitelisted for https through the
- * proxy, and the HLS demuxer takes any protocol whose name starts with "http"): the pull stops
- * at once.
- */
-export function policyRefusal(line: string): { what: string; stop: boolean } | undefined {
-  const phrase = `HTTP error 403 ${REFUSED_PHRASE}: `;
-  const at = line.indexOf(phrase);
-  if (at >= 0) return { what: line.slice(at + phrase.length).trim() || "a host", stop: false };
-  if (/\bOpening '(?:crypto\+)?httpproxy:/i.test(line)) return { what: "an httpproxy: url", stop: true };
-  return undefined;
 }

@@ -1,6 +1,6 @@
 import type { Logger } from "../../log";
-import { spawnSupervised, type ProcessRegistry, type SupervisedProcess } from "../../media";
-import { buildSrtBridgeArgs } from "../bridgeArgs";
+import { LISTENER_SCHEDULE, RestartLoop, spawnSupervised, type InputScripts, type ProcessRegistry, type RestartMetrics, type SupervisedProcess } from "../../media";
+import { buildSrtBridgeArgs, SRT_INPUT_BEFORE, srtListenerInput } from "../bridgeArgs";
 import type { BridgeTickets } from "../bridges";
 
 /** What the SRT ingest reads of a stream. */
@@ -10,50 +10,71 @@ export interface SrtStream {
   suspended: boolean;
   srtPort: number | null;
   srtPassphrase: string | null;
+  /** When the owner last asked for the srtUrl or a caller last published through it (ms). */
+  srtUsedAt?: number | null;
+  /** A pulled stream takes no SRT. */
+  pull: unknown;
 }
 
 export interface SrtIngestDeps {
   /** The publishable streams (the key index, kept current by notices and reloads). */
   streams(): SrtStream[];
-  /** Gives a stream without one an SRT port (streams from before SRT_PORTS was set). */
-  assignPort(streamId: string): Promise<void>;
+  /** A caller published through a stream's listener at `at`: noted in the store, so every node and the next start keep it armed. */
+  used(streamId: string, at: number): Promise<void>;
   tickets: BridgeTickets;
   registry: ProcessRegistry;
   ffmpegPath: string | undefined;
+  /** Where each run's input goes (the passphrase stays out of argv). */
+  inputScripts: Pick<InputScripts, "write">;
   /** The address the listeners bind (HOST). */
   bindHost: string;
   latencyMs: number;
+  /** A listener without a caller or a read of its stream for this long is stopped (SRT_LISTENER_IDLE_SECONDS). */
+  idleMs: number;
   rtmpUrl(ticket: string): string;
   log: Logger;
+  metrics?: RestartMetrics;
   /** How often the listeners are compared with the streams, ms. */
   reconcileMs?: number;
+}
+
+/**
+ * Whether a stream's listener is wanted now (pure): it has a port and passphrase, may publish,
+ * is not pulled, and its port was asked for or used within `idleMs` (`usedHereAt`: what this
+ * node saw and the store may not show yet).
+ */
+export function listenerWanted(s: SrtStream, now: number, idleMs: number, usedHereAt = 0): boolean {
+  if (s.suspended || !s.streamKey || s.pull || s.srtPort === null || s.srtPassphrase === null) return false;
+  return now - Math.max(s.srtUsedAt ?? 0, usedHereAt) < idleMs;
 }
 
 interface Listener {
   stream: SrtStream;
   process: SupervisedProcess | undefined;
-  /** Consecutive runs that ended within a few seconds: the re-arm backs off. */
-  quickExits: number;
-  timer: NodeJS.Timeout | undefined;
+  /** The current run's ticket: spent once its caller publishes. */
+  ticket: string | undefined;
+  /** A caller published through the current run. */
+  called: boolean;
+  /** When this node last saw a caller on it. */
+  usedAt: number;
+  restarts: RestartLoop;
 }
 
-/** Re-armed this long after a caller leaves: OBS's reconnect comes after 2 s. */
-const REARM_MS = 200;
-const MAX_REARM_MS = 10_000;
-
 /**
- * SRT ingest: one ffmpeg listener per stream, on the stream's own UDP port, in caller mode from
- * the broadcaster's side. The handshake checks the stream's passphrase (ffmpeg cannot route by
- * streamid, so a port is a stream); an accepted caller's MPEG-TS is copied into the local RTMP
- * server under a ticket, and from there it is a session like any other. A listener serves one
- * caller and exits when it leaves: it is armed again at once. Suspended and deleted streams'
- * listeners are stopped.
+ * SRT ingest: one ffmpeg listener per stream that wants one, on the stream's own UDP port, in
+ * caller mode from the broadcaster's side. Ports are given when the owner asks for the srtUrl
+ * (api/routes/streamSrt.ts); a listener is armed while its port was asked for or used within
+ * SRT_LISTENER_IDLE_SECONDS, and stays armed while a caller publishes. The handshake checks the
+ * stream's passphrase (ffmpeg cannot route by streamid, so a port is a stream); an accepted
+ * caller's MPEG-TS is copied into the local RTMP server under a ticket, and from there it is a
+ * session like any other. A listener serves one caller and exits when it leaves: it is armed
+ * again through its RestartLoop (LISTENER_SCHEDULE: at once, backing off if it keeps exiting
+ * without a caller, as on a port taken by another process).
  */
 export class SrtIngest {
   private readonly listeners = new Map<string, Listener>();
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
-  private assigning = false;
 
   constructor(private readonly deps: SrtIngestDeps) {}
 
@@ -68,63 +89,98 @@ export class SrtIngest {
     return new Map([...this.listeners].filter(([, l]) => l.process?.running).map(([id, l]) => [id, l.stream.srtPort!]));
   }
 
-  /** Arms the listeners streams need and stops those no longer wanted. */
-  reconcile(): void {
+  /** Arms the listeners streams want and stops those no longer wanted. */
+  reconcile(now = Date.now()): void {
     if (this.closed) return;
-    const wanted = new Map<string, SrtStream>();
-    const unassigned: string[] = [];
-    for (const s of this.deps.streams()) {
-      if (s.suspended || !s.streamKey) continue;
-      if (s.srtPort === null || s.srtPassphrase === null) unassigned.push(s.id);
-      else wanted.set(s.id, s);
-    }
+    const { idleMs } = this.deps;
+    const streams = new Map(this.deps.streams().map((s) => [s.id, s]));
     for (const [id, l] of this.listeners) {
-      const w = wanted.get(id);
-      if (!w || w.srtPort !== l.stream.srtPort || w.srtPassphrase !== l.stream.srtPassphrase || w.streamKey !== l.stream.streamKey) this.disarm(id);
+      this.noteCaller(l, now);
+      const s = streams.get(id);
+      const busy = l.called && l.process?.running === true;
+      if (!s || s.srtPort !== l.stream.srtPort || s.srtPassphrase !== l.stream.srtPassphrase || s.streamKey !== l.stream.streamKey) this.disarm(id);
+      else if (!busy && !listenerWanted(s, now, idleMs, l.usedAt)) {
+        this.deps.log.info({ streamId: id, srtPort: l.stream.srtPort, idleMs }, s.suspended || s.pull ? "SRT listener stopped: the stream is suspended or pulled" : "SRT listener stopped: idle (armed again when its owner reads the stream)");
+        this.disarm(id);
+      } else l.stream = s;
     }
-    for (const [id, s] of wanted) if (!this.listeners.has(id)) this.arm(s);
-    if (unassigned.length > 0 && !this.assigning) void this.assign(unassigned);
+    for (const s of streams.values()) if (!this.listeners.has(s.id) && listenerWanted(s, now, idleMs)) this.arm(s);
   }
 
-  private async assign(ids: string[]): Promise<void> {
-    this.assigning = true;
-    try {
-      for (const id of ids) await this.deps.assignPort(id);
-    } catch (err) {
-      this.deps.log.warn({ err }, "could not give streams SRT ports; trying again shortly");
-    } finally {
-      this.assigning = false;
+  /** A spent ticket on a running listener: its caller publishes. Noted once per run, kept fresh while it lasts. */
+  private noteCaller(l: Listener, now: number): void {
+    if (!l.process?.running || l.ticket === undefined) return;
+    if (!l.called && !this.deps.tickets.isOpen(l.ticket)) {
+      l.called = true;
+      l.restarts.recovered();
+      this.persistUse(l.stream.id, now);
     }
+    if (l.called) l.usedAt = now;
+  }
+
+  private persistUse(streamId: string, at: number): void {
+    this.deps.used(streamId, at).catch((err: unknown) => this.deps.log.warn({ err, streamId }, "could not note the SRT listener's use; it may be stopped early on another node"));
   }
 
   private arm(stream: SrtStream): void {
-    const listener: Listener = { stream, process: undefined, quickExits: 0, timer: undefined };
+    const restarts = new RestartLoop({ kind: "srt_listener", what: "SRT listener", schedule: LISTENER_SCHEDULE, log: this.deps.log.child({ streamId: stream.id, srtPort: stream.srtPort }), ...(this.deps.metrics ? { metrics: this.deps.metrics } : {}) });
+    const listener: Listener = { stream, process: undefined, ticket: undefined, called: false, usedAt: 0, restarts };
     this.listeners.set(stream.id, listener);
-    this.run(listener);
+    void this.run(listener);
   }
 
-  private run(l: Listener): void {
+  private current(l: Listener): boolean {
+    return !this.closed && this.listeners.get(l.stream.id) === l;
+  }
+
+  private async run(l: Listener): Promise<void> {
     const { deps } = this;
-    if (this.closed || this.listeners.get(l.stream.id) !== l || !deps.ffmpegPath) return;
+    if (!this.current(l) || !deps.ffmpegPath) return;
     const { stream } = l;
-    const ticket = deps.tickets.issue({ streamKey: stream.streamKey!, protocol: "srt" });
     const log = deps.log.child({ streamId: stream.id, srtPort: stream.srtPort });
+    const ticket = deps.tickets.issue({ streamKey: stream.streamKey!, protocol: "srt" });
+    let script: Awaited<ReturnType<InputScripts["write"]>>;
+    try {
+      script = await deps.inputScripts.write(srtListenerInput({ host: deps.bindHost, port: stream.srtPort!, passphrase: stream.srtPassphrase!, latencyMs: deps.latencyMs }), SRT_INPUT_BEFORE);
+    } catch (err) {
+      deps.tickets.revoke(ticket);
+      if (this.current(l)) l.restarts.failed("could not be armed", () => void this.run(l), { fields: { err } });
+      return;
+    }
+    if (!this.current(l)) {
+      deps.tickets.revoke(ticket);
+      await script.remove();
+      return;
+    }
     const started = Date.now();
-    // The passphrase is in this argv (ffmpeg takes it in the URL only); the stream key is not.
+    l.ticket = ticket;
+    l.called = false;
+    // No secret in this argv: the passphrase is in the script, the stream key behind the ticket.
     l.process = spawnSupervised(deps.registry, {
       command: deps.ffmpegPath,
-      args: buildSrtBridgeArgs({ host: deps.bindHost, port: stream.srtPort!, passphrase: stream.srtPassphrase!, latencyMs: deps.latencyMs, outputUrl: deps.rtmpUrl(ticket) }),
+      args: buildSrtBridgeArgs({ input: script.args, outputUrl: deps.rtmpUrl(ticket) }),
       log,
       name: "srt listener",
       secrets: [stream.srtPassphrase!],
     });
+    // The ticket (in this argv) admits a connection of this process only.
+    deps.tickets.bind(ticket, l.process.pid);
     void l.process.ended.then((end) => {
+      const called = l.called || !deps.tickets.isOpen(ticket);
       deps.tickets.revoke(ticket);
-      if (this.closed || this.listeners.get(stream.id) !== l || end.requested) return;
-      l.quickExits = Date.now() - started < 3000 ? l.quickExits + 1 : 0;
-      const delay = Math.min(MAX_REARM_MS, REARM_MS * 2 ** l.quickExits);
-      if (l.quickExits >= 3) log.warn({ stderrTail: end.stderrTail.slice(-3), retryInMs: delay }, "the SRT listener keeps exiting at once (port taken?)");
-      l.timer = setTimeout(() => this.run(l), delay);
+      void script.remove().catch(() => undefined);
+      if (!this.current(l) || end.requested) return;
+      const ranForMs = Date.now() - started;
+      const next = () => void this.run(l);
+      if (called) {
+        // Its caller came and left: armed again at once for the next call.
+        l.usedAt = Date.now();
+        this.persistUse(stream.id, l.usedAt);
+        l.restarts.recovered();
+        l.restarts.failed("ended with its caller", next, { expected: true, ranForMs });
+      } else {
+        l.restarts.failed("exited without a caller (port taken?)", next, { ranForMs, fields: { code: end.code, stderrTail: end.stderrTail.slice(-3) } });
+      }
     });
   }
 
@@ -132,7 +188,7 @@ export class SrtIngest {
     const l = this.listeners.get(streamId);
     if (!l) return;
     this.listeners.delete(streamId);
-    clearTimeout(l.timer);
+    l.restarts.cancel();
     void l.process?.stop(2000);
   }
 

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import type { Logger } from "../../log";
 import type { ProcessRegistry } from "../../media";
 import type { BridgeTickets } from "../bridges";
-import { OfferError, restrictOffer } from "./sdp";
+import { OfferError, restrictOffer } from "../../webrtc";
 import { PublishEnded, WhipPublish, type WhipPeerSettings } from "./whipPublish";
 
 /** A WHIP request onair refuses: its HTTP status and why. */
@@ -65,22 +65,27 @@ export class WhipIngest {
     fs.rmSync(deps.workDir, { recursive: true, force: true });
   }
 
-  /** Admits and answers an offer: the resource id and the answer SDP, or a WhipRefusal. */
-  async publish(streamKey: string, offerText: string): Promise<{ id: string; answer: string; streamId: string }> {
+  /**
+   * Admits and answers an offer: the resource id and the answer SDP, or a WhipRefusal. The key
+   * is checked before the offer is read (`offerText` throws a WhipRefusal for a body that is
+   * no offer) or parsed: who has no key learns nothing of what onair accepts.
+   */
+  async publish(streamKey: string, offerText: () => string): Promise<{ id: string; answer: string; streamId: string }> {
     const { deps } = this;
     if (this.closed) throw new WhipRefusal(503, "the server is shutting down: publish again in a moment");
-    const offer = (() => {
-      try {
-        return restrictOffer(offerText);
-      } catch (err) {
-        if (err instanceof OfferError) throw new WhipRefusal(400, err.message);
-        throw err;
-      }
-    })();
     const id = randomBytes(18).toString("base64url");
     const holder = `whip:${id}`;
     const decision = await deps.check(streamKey, holder);
     if ("reason" in decision) throw new WhipRefusal(decision.status, decision.reason);
+    const offer = (() => {
+      try {
+        return restrictOffer(offerText());
+      } catch (err) {
+        deps.release(holder);
+        if (err instanceof OfferError) throw new WhipRefusal(400, err.message);
+        throw err;
+      }
+    })();
     if (this.closed || !deps.ffmpegPath) {
       deps.release(holder);
       throw new WhipRefusal(503, this.closed ? "the server is shutting down: publish again in a moment" : "ffmpeg is not available on this server");
@@ -95,6 +100,7 @@ export class WhipIngest {
       ffmpegPath: deps.ffmpegPath,
       workDir: deps.workDir,
       outputUrl: deps.rtmpUrl(ticket),
+      bridgeStarted: (pid) => deps.tickets.bind(ticket, pid),
       settings: deps.settings,
     });
     this.entries.set(id, { publish, streamId, playbackId: decision.stream.playbackId, createdAt: Date.now() });
@@ -123,7 +129,7 @@ export class WhipIngest {
     }
   }
 
-  /** The 201 has been sent: the publish's peer may start its connectivity checks. */
+  /** The 201 has been sent: the publish's peer may check the offer's candidates if the publisher's own checks do not connect it first. */
   answered(id: string): void {
     this.entries.get(id)?.publish.answered();
   }

@@ -5,18 +5,21 @@ import { PeerConnection, RtcpReceivingSession, type RtcConfig, type Track } from
 import type { Logger } from "../../log";
 import { spawnSupervised, type ProcessRegistry, type SupervisedProcess } from "../../media";
 import { buildRtpBridgeArgs } from "../bridgeArgs";
-import { isRtcp, startsH264Keyframe } from "./rtp";
-import { OfferError, rtpInputSdp, withPublicAddress, type RestrictedOffer } from "./sdp";
+import { addOfferCandidates, gathered, isRtcp, OfferError, REMOTE_CANDIDATES_DELAY_MS, startsH264Keyframe, withPublicAddress, type RestrictedOffer } from "../../webrtc";
+import { BRIDGE_ADDRESS, rtpInputSdp } from "./bridgeSdp";
 
 /** The bridge ffmpeg binds its RTP ports within this (it starts in tens of ms). */
 const BRIDGE_READY_TIMEOUT_MS = 3000;
 /** Until the first keyframe, one is asked for (PLI) this often: the bridge starts on it. */
 const KEYFRAME_REQUEST_MS = 1000;
-/** ICE candidates are gathered before answering (no trickle): within this. */
-const GATHER_TIMEOUT_MS = 5000;
 /** The bitrate onair tells the sender it may use (REMB): the page or encoder sets its own cap. */
 const RECEIVE_BITRATE = 20_000_000;
 const AAC_BITRATE = 128_000;
+/**
+ * The one address onair forwards RTP from (its socket is bound to it), named in the bridge's
+ * source filter: what comes from any other address, on loopback or not, never reaches a stream.
+ */
+const FORWARD_ADDRESS = "127.0.0.1";
 
 export interface WhipPeerSettings {
   /** node-datachannel's configuration: the bind address and UDP port range of ICE. */
@@ -34,6 +37,8 @@ export interface WhipPublishDeps {
   workDir: string;
   /** The local RTMP URL the bridge publishes to, under its ticket. */
   outputUrl: string;
+  /** The bridge has started as `pid`: its ticket admits that process's connection only. */
+  bridgeStarted(pid: number | undefined): void;
   settings: WhipPeerSettings;
 }
 
@@ -84,15 +89,17 @@ export class WhipPublish {
     const sdp = rtpInputSdp({
       video: { port: videoPort!, payloadType: offer.video.payloadType, fmtp: offer.video.fmtp },
       ...(offer.audio ? { audio: { port: audioPort!, payloadType: offer.audio.payloadType, channels: offer.audio.channels } } : {}),
+      from: FORWARD_ADDRESS,
     });
     fs.writeFileSync(this.sdpFile, sdp);
     // The bridge listens before the first packet is forwarded: the PLI's keyframe reaches it.
     this.bridge = spawnSupervised(deps.registry, {
       command: deps.ffmpegPath,
-      args: buildRtpBridgeArgs({ sdpFile: this.sdpFile, outputUrl: deps.outputUrl, hasAudio: !!offer.audio, audioBitrate: AAC_BITRATE }),
+      args: buildRtpBridgeArgs({ sdpFile: this.sdpFile, outputUrl: deps.outputUrl, hasAudio: !!offer.audio, audioBitrate: AAC_BITRATE, bindAddress: BRIDGE_ADDRESS }),
       log: deps.log,
       name: "webrtc bridge",
     });
+    deps.bridgeStarted(this.bridge.pid);
     void this.bridge.ended.then((end) => this.end(end.requested ? "stopped" : `the bridge exited (${end.stderrTail.slice(-1)[0] ?? `code ${end.code}`})`));
     const ports = offer.audio ? [videoPort!, audioPort!] : [videoPort!];
     const started = Date.now();
@@ -109,7 +116,7 @@ export class WhipPublish {
     socket.on("error", (err) => deps.log.warn({ err }, "WebRTC forwarding socket error"));
     await new Promise<void>((resolve, reject) => {
       socket.once("error", reject);
-      socket.bind(0, "127.0.0.1", () => {
+      socket.bind(0, FORWARD_ADDRESS, () => {
         socket.off("error", reject);
         resolve();
       });
@@ -142,7 +149,7 @@ export class WhipPublish {
       // libdatachannel refuses what it cannot use (no ICE credentials, no fingerprint).
       throw new OfferError(`the offer is not usable: ${(err as Error).message}`);
     }
-    await this.gathered(pc);
+    await gathered(pc, () => this.isEnded);
     this.throwIfEnded();
     const answer = pc.localDescription()?.sdp;
     if (!answer) throw new Error("the peer produced no answer");
@@ -158,25 +165,14 @@ export class WhipPublish {
     return deps.settings.publicIp ? withPublicAddress(answer, deps.settings.publicIp) : answer;
   }
 
-  /**
-   * The answer has reached the publisher: the peer learns the offer's candidates and starts
-   * its own checks (before, they could beat the answer to the publisher).
-   */
+  /** The answer has left for the publisher: see REMOTE_CANDIDATES_DELAY_MS. */
   answered(): void {
-    this.guarded(() => {
-      if (this.isEnded || !this.pc) return;
-      // One media section carries them under BUNDLE; a candidate libdatachannel cannot use is skipped.
-      // A peer bound to loopback (WEBRTC_BIND_ADDRESS=127.0.0.1, as in tests) checks loopback only.
-      const loopbackOnly = isLoopback(this.deps.settings.rtc.bindAddress);
-      for (const c of this.offer.candidates) {
-        if (loopbackOnly && !isLoopback(candidateAddress(c.candidate))) continue;
-        try {
-          this.pc.addRemoteCandidate(c.candidate, c.mid);
-        } catch (err) {
-          this.deps.log.debug({ err, candidate: c.candidate }, "remote candidate not usable");
-        }
-      }
-    });
+    this.timers.push(
+      setTimeout(
+        () => this.guarded(() => this.pc && !this.isEnded && addOfferCandidates(this.pc, this.offer, this.deps.settings.rtc.bindAddress, (err, candidate) => this.deps.log.debug({ err, candidate }, "remote candidate not usable"))),
+        REMOTE_CANDIDATES_DELAY_MS,
+      ),
+    );
   }
 
   private throwIfEnded(): void {
@@ -217,21 +213,9 @@ export class WhipPublish {
           this.keyframeSeen = true;
           this.deps.log.debug("first keyframe from the WebRTC publisher");
         }
-        this.socket?.send(packet, port, "127.0.0.1");
+        this.socket?.send(packet, port, BRIDGE_ADDRESS);
       }),
     );
-  }
-
-  private gathered(pc: PeerConnection): Promise<void> {
-    return new Promise((resolve) => {
-      const started = Date.now();
-      const check = setInterval(() => {
-        if (this.isEnded || pc.gatheringState() === "complete" || Date.now() - started > GATHER_TIMEOUT_MS) {
-          clearInterval(check);
-          resolve();
-        }
-      }, 5);
-    });
   }
 
   /**
@@ -264,11 +248,6 @@ export class WhipPublish {
 
 /** The publish was ended (replaced, DELETE, shutdown) while it was being answered. */
 export class PublishEnded extends Error {}
-
-const isLoopback = (address: string | undefined) => address !== undefined && (address.startsWith("127.") || address === "::1");
-
-/** The connection address of an ICE candidate line (`candidate:<foundation> <component> <transport> <priority> <address> …`). */
-export const candidateAddress = (candidate: string): string | undefined => candidate.split(" ")[4];
 
 /** Whether each of `ports` has a UDP socket bound to it on this machine (Linux's /proc/net/udp{,6}). */
 export function udpPortsBound(ports: number[]): boolean {
@@ -303,7 +282,7 @@ async function reserveUdpPairs(count: number): Promise<number[]> {
         s.close();
         resolve(undefined);
       });
-      s.bind(port, "127.0.0.1", () => resolve(s));
+      s.bind(port, BRIDGE_ADDRESS, () => resolve(s));
     });
   try {
     for (let tries = 0; ports.length < count && tries < 50; tries++) {

@@ -66,6 +66,21 @@ describe("planClip", () => {
   it("refuses anything of an empty window", () => {
     expect(planClip([], T0, T0 + 1000)).toEqual({ ok: false, available: undefined });
   });
+
+  it.each([
+    // A GOP longer than the 2 s segments: only segments 3, 5 and 8 start on a keyframe.
+    ["from the last segment on a keyframe at or before the start", 9000, 11_000, 3, 5, 5],
+    ["a start on a keyed segment stays there", 10_000, 12_000, 5, 5, 2],
+    ["none keyed at or before it: the window's oldest, the best there is", 3000, 5000, 0, 2, 5],
+  ])("segments cut between keyframes (a long-GOP passthrough source): %s", (_case, start, end, first, last, seconds) => {
+    const segments = dated(10);
+    const keyed = new Set([3, 5, 8].map((i) => segments[i]!.uri));
+    const r = planClip(segments, T0 + start, T0 + end, (s) => keyed.has(s.uri));
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.plan.segments.map((s) => s.uri)).toEqual(segments.slice(first, last + 1).map((s) => s.uri));
+    expect(r.plan.durationSeconds).toBeCloseTo(seconds, 3);
+  });
 });
 
 describe("buildClipArgs", () => {

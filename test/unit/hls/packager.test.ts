@@ -144,6 +144,8 @@ describe("LivePackager on the live pipeline's ffmpeg output", () => {
     feed(p, pieces, 0);
     const master = HLS.parse(p.master()!) as HLS.types.MasterPlaylist;
     expect(master.variants).toHaveLength(2);
+    // A ladder's fixed GOP: every segment starts on a keyframe.
+    expect(p.master()).toContain("#EXT-X-INDEPENDENT-SEGMENTS");
     for (const [i, prof] of PROFILES.entries()) {
       const v = master.variants.find((x) => x.uri === `${i}/index.m3u8`)!;
       const peak = Math.max(...p.tracks[i]!.listed.map((s) => (s.bytes!.length * 8) / s.duration));
@@ -268,6 +270,39 @@ describe("what a live source can throw at the packager", () => {
     expect(after.every((x) => x.parts[0]!.independent)).toBe(true);
   });
 
+  it.each([
+    ["a 5 s GOP (longer than TARGETDURATION): segments cut between keyframes, and the master never claims INDEPENDENT-SEGMENTS", 150, false],
+    ["a 1 s GOP: every segment starts on a keyframe, and the master says so", 30, true],
+  ])("a passthrough source with %s", async (_what, gopFrames, keyed) => {
+    const flv = path.join(dir, `gop${gopFrames}.flv`);
+    const made = spawnSync("ffmpeg", [
+      "-hide_banner", "-loglevel", "error", "-y",
+      "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30:duration=12",
+      "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000:duration=12",
+      "-c:v", "libx264", "-preset", "ultrafast", "-g", String(gopFrames), "-keyint_min", String(gopFrames), "-sc_threshold", "0", "-c:a", "aac", "-f", "flv", flv,
+    ]);
+    expect(made.status).toBe(0);
+    const source = renditionLadder([], 2);
+    const args = buildLiveArgs({ inputUrl: flv, renditions: source, segmentSeconds: 2, fragmentMicros: 200_000, audioBitrate: 96_000 });
+    const [passthrough] = await fmp4FromPipes(args, 1);
+    const p = new LivePackager({ renditions: source, lowLatency: true, segmentTarget: 2, windowSegments: 10, uriPrefix: "abcd1234", audioBitrate: 96_000 });
+    const run = p.startRun();
+    const masters: string[] = [];
+    passthrough!.forEach((piece, i) => {
+      run.push(0, piece.bytes, i * 200);
+      const m = p.master();
+      if (m !== undefined) masters.push(m);
+    });
+    run.end();
+    const starts = p.tracks[0]!.listed.map((x) => x.parts[0]!.independent);
+    expect(starts.length).toBeGreaterThanOrEqual(4);
+    expect(starts.every(Boolean)).toBe(keyed);
+    // From the first master handed out on, the claim matches what the segments are.
+    expect(masters.length).toBeGreaterThan(0);
+    expect(masters.every((m) => m.includes("#EXT-X-INDEPENDENT-SEGMENTS") === keyed)).toBe(true);
+    expect(p.everySegmentStartsOnKeyframe).toBe(keyed);
+  });
+
   it("numbers from the session's own first media sequence number", () => {
     const p = new LivePackager({ renditions: RENDITIONS, lowLatency: true, segmentTarget: 1, windowSegments: 3, uriPrefix: "abcd1234", audioBitrate: 96_000, firstMsn: 1_795_000_000 });
     feed(p, pieces, 0).end();
@@ -330,5 +365,34 @@ describe("blocking playlist reload", () => {
     const pending = p.wait(0, () => satisfies(track, { msn: 3 }), 5000);
     p.end();
     expect(await pending).toBe(true);
+  });
+
+  it("releases 50,000 waiters in one pass (O(N): an array's indexOf + splice per release took a second), and lets 50,000 who gave up go as fast", async () => {
+    const p = newPackager(10);
+    const run = p.startRun();
+    const track = p.tracks[0]!;
+    const push = (i: number) => pieces.forEach((list, r) => run.push(r, list[i]!.bytes, i * 200));
+    for (let i = 0; i <= 7; i++) push(i);
+    const N = 50_000;
+    const released = Array.from({ length: N }, () => p.wait(0, () => satisfies(track, { msn: 2, part: 2 }), 60_000));
+    // One signal per request, as the HLS routes make them (gone(res)).
+    const players = Array.from({ length: N }, () => new AbortController());
+    const abandoned = players.map((player) => p.wait(0, () => satisfies(track, { msn: 3 }), 60_000, player.signal));
+    expect(p.waiting).toBe(2 * N);
+    let started = performance.now();
+    push(8);
+    const releaseMs = performance.now() - started;
+    expect(p.waiting).toBe(N);
+    started = performance.now();
+    const gone = new Error("gone"); // as the routes abort: one reason, no DOMException each
+    for (const player of players) player.abort(gone);
+    const abortMs = performance.now() - started;
+    expect(p.waiting).toBe(0);
+    expect(new Set(await Promise.all(released))).toEqual(new Set([true]));
+    expect(new Set(await Promise.all(abandoned))).toEqual(new Set([false]));
+    // Measured 80 and 390 ms here (2 cores, under jest); with an array, 1,380 and 4,320 ms.
+    expect(releaseMs).toBeLessThan(700);
+    expect(abortMs).toBeLessThan(2000);
+    p.end();
   });
 });

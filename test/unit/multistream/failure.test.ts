@@ -1,4 +1,5 @@
-import { describePushFailure, redactDestination } from "../../../src/multistream/failure";
+import { describePushFailure, describeRelayInputFailure, describeRtmpFailure, redactDestination } from "../../../src/multistream/failure";
+import { RtmpError, type RtmpErrorKind, type RtmpStage } from "../../../src/rtmp";
 
 // stderr tails as ffmpeg 5.1 writes them (captured from real failures), with the key in them.
 const RTMP = "rtmp://127.0.0.1:19351/app/sk_live_0123456789";
@@ -123,5 +124,47 @@ describe("redactDestination", () => {
     ["not a url at all", "::::", "not a url at all"],
   ])("%j", (text, url, expected) => {
     expect(redactDestination(text, url)).toBe(expected);
+  });
+});
+
+describe("describeRtmpFailure: onair's own client's failures, in the words ffmpeg's had", () => {
+  const err = (kind: RtmpErrorKind, stage: RtmpStage = "connect", status?: { code: string; description: string }) => new RtmpError(kind, "what the client said", stage, status);
+  it.each<[string, RtmpError, boolean, string]>([
+    ["connection refused", err("refused"), false, "connection refused by 127.0.0.1:19351"],
+    ["unreachable", err("unreachable"), false, "127.0.0.1:19351 is unreachable"],
+    ["no answer to the handshake", err("timeout", "handshake"), false, "no answer from 127.0.0.1:19351 within 10 s"],
+    ["a destination that stopped reading", err("timeout", "streaming"), true, "127.0.0.1:19351 stopped taking media (nothing sent for 10 s)"],
+    [
+      "a certificate that failed verification",
+      err("tls-certificate"),
+      false,
+      'the TLS certificate of 127.0.0.1:19351 failed verification (a target whose destination has no publicly trusted certificate may set "tlsVerify": false)',
+    ],
+    ["another TLS failure", err("tls"), false, "TLS handshake with 127.0.0.1:19351 failed"],
+    [
+      "a refused publish: the server's code and description, the key cut out",
+      err("rejected", "publish", { code: "NetStream.Publish.BadName", description: "sk_live_0123456789 is not a valid key" }),
+      false,
+      "127.0.0.1:19351 refused the stream: NetStream.Publish.BadName: … is not a valid key",
+    ],
+    ["a refusal without words", err("rejected", "publish", { code: "", description: "" }), false, "127.0.0.1:19351 refused the stream: no reason given"],
+    ["closed before the publish was taken", err("closed", "publish"), false, "127.0.0.1:19351 closed the connection before taking the stream (check the url and stream key)"],
+    ["closed while media went out", err("closed", "streaming"), true, "127.0.0.1:19351 dropped the connection"],
+    ["not RTMP", err("protocol", "handshake"), false, "127.0.0.1:19351 does not speak RTMP (check the url's scheme and port)"],
+  ])("%s", (_what, e, connected, reason) => {
+    const failure = describeRtmpFailure(e, RTMP, { connected });
+    expect(failure).toEqual({ reason, permanent: false });
+    expect(failure.reason).not.toContain("sk_live_0123456789");
+  });
+});
+
+describe("describeRelayInputFailure: a relayed push's ffmpeg only reads the input", () => {
+  const SOURCE_URL = "rtmp://127.0.0.1:1935/live/abcd-efgh-ijkl-mnop";
+  it.each<[string, string[], { code: number | null; signal: NodeJS.Signals | null }, string]>([
+    ["its last words, the stream's own key cut out", [`[rtmp @ 0x55d0] ${SOURCE_URL}: Input/output error`], { code: 1, signal: null }, "reading the stream to push failed: rtmp://127.0.0.1:1935/…: Input/output error"],
+    ["nothing said, killed", [], { code: null, signal: "SIGKILL" }, "ffmpeg was killed (SIGKILL)"],
+    ["nothing said, an exit code", [""], { code: 1, signal: null }, "ffmpeg exited with code 1"],
+  ])("%s", (_what, tail, end, reason) => {
+    expect(describeRelayInputFailure(tail, [RTMP, SOURCE_URL], end)).toEqual({ reason, permanent: false });
   });
 });

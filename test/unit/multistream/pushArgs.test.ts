@@ -1,13 +1,23 @@
 import { renditionLadder } from "../../../src/media/ladder";
-import { failuresAfter, retryDelayMs, RETRY_SCHEDULE } from "../../../src/multistream/backoff";
 import { diffPushes, planPushes, pushKey, type PushPlan } from "../../../src/multistream/plan";
-import { buildPushArgs, destinationMuxer, progressShowsMedia } from "../../../src/multistream/pushArgs";
+import { buildPushArgs, destinationMuxer, progressShowsMedia, relayedByOnair } from "../../../src/multistream/pushArgs";
+import { parseTargetUrl } from "../../../src/multistream/targetUrl";
 import type { TargetRecord } from "../../../src/db";
 
 const SOURCE = "rtmp://127.0.0.1:1935/live/abcd-efgh-ijkl-mnop";
 const PLAYLIST = "/data/hls/pb/1/index.m3u8";
 
 describe("buildPushArgs", () => {
+  it.each([
+    ["the source, relayed: FLV into onair's socket, no destination anywhere", { kind: "source" as const, url: SOURCE }, false, `-rw_timeout 10000000 -i ${SOURCE} -map 0:v:0 -map 0:a:0? -c copy -f flv -flvflags no_duration_filesize unix:/tmp/onair-push-x/flv.sock`],
+    ["a rendition, video only, relayed", { kind: "rendition" as const, playlist: PLAYLIST }, true, `-re -live_start_index -1 -analyzeduration 500000 -i ${PLAYLIST} -map 0:v:0 -an -c copy -f flv -flvflags no_duration_filesize unix:/tmp/onair-push-x/flv.sock`],
+  ])("%s", (_case, input, videoOnly, expected) => {
+    const args = buildPushArgs({ input, output: { kind: "relay", socketPath: "/tmp/onair-push-x/flv.sock" }, videoOnly });
+    // No -progress: onair knows itself when media goes out.
+    expect(args.slice(0, 5)).toEqual(["-hide_banner", "-nostdin", "-nostats", "-loglevel", "warning"]);
+    expect(args.slice(5).join(" ")).toBe(expected);
+  });
+
   it.each([
     // [case, input, destination, videoOnly, expected arguments after the common prefix]
     [
@@ -40,7 +50,7 @@ describe("buildPushArgs", () => {
       `-re -live_start_index -1 -analyzeduration 500000 -i ${PLAYLIST} -map 0:v:0 -an -c copy -f flv -flvflags no_duration_filesize -rw_timeout 10000000 rtmp://d.example.com/app/KEY`,
     ],
   ])("%s", (_case, input, destination, videoOnly, expected) => {
-    const args = buildPushArgs({ input, destination, videoOnly });
+    const args = buildPushArgs({ input, output: { kind: "direct", destination }, videoOnly });
     expect(args.slice(0, 7)).toEqual(["-hide_banner", "-nostdin", "-nostats", "-loglevel", "warning", "-progress", "pipe:1"]);
     expect(args.slice(7).join(" ")).toBe(expected);
     // Copy only: a push never encodes.
@@ -51,13 +61,13 @@ describe("buildPushArgs", () => {
 
   it("refuses a destination it cannot mux for, or one that is not a clean url", () => {
     for (const destination of ["http://x/y", "\trtmp://x.example.com/app/k", "rtmp://x.example.com/app/k\n-f", "srt://0.0.0.0:40007?mode=listener"]) {
-      expect(() => buildPushArgs({ input: { kind: "source", url: SOURCE }, destination, videoOnly: false })).toThrow(/multistream destination must be a valid rtmp/);
+      expect(() => buildPushArgs({ input: { kind: "source", url: SOURCE }, output: { kind: "direct", destination }, videoOnly: false })).toThrow(/multistream destination must be a valid rtmp/);
     }
   });
 
   it("a Facebook rtmps url: the query stays in the stream name, one argument, last; the certificate verified against the CA file", () => {
     const url = "rtmps://live-api-s.facebook.com:443/rtmp/FB-1234567890-0-AbCdEf?s_bl=1&s_sw=0";
-    const args = buildPushArgs({ input: { kind: "source", url: SOURCE }, destination: url, videoOnly: false, caFile: "/etc/ssl/certs/ca-certificates.crt" });
+    const args = buildPushArgs({ input: { kind: "source", url: SOURCE }, output: { kind: "direct", destination: url, caFile: "/etc/ssl/certs/ca-certificates.crt" }, videoOnly: false });
     expect(args.slice(-9, -1)).toEqual(["-flvflags", "no_duration_filesize", "-tls_verify", "1", "-ca_file", "/etc/ssl/certs/ca-certificates.crt", "-rw_timeout", "10000000"]);
     expect(args[args.length - 1]).toBe(url);
     // Nothing of the query became an argument of its own.
@@ -66,10 +76,10 @@ describe("buildPushArgs", () => {
   });
 
   it("tlsVerify: false leaves ffmpeg's default (no verification); other schemes never get TLS options", () => {
-    const rtmps = buildPushArgs({ input: { kind: "source", url: SOURCE }, destination: "rtmps://b.example.com/app/KEY", videoOnly: false, tlsVerify: false, caFile: "/ca.crt" });
+    const rtmps = buildPushArgs({ input: { kind: "source", url: SOURCE }, output: { kind: "direct", destination: "rtmps://b.example.com/app/KEY", tlsVerify: false, caFile: "/ca.crt" }, videoOnly: false });
     expect(rtmps).not.toContain("-tls_verify");
     expect(rtmps).not.toContain("-ca_file");
-    const rtmp = buildPushArgs({ input: { kind: "source", url: SOURCE }, destination: "rtmp://b.example.com/app/KEY", videoOnly: false, caFile: "/ca.crt" });
+    const rtmp = buildPushArgs({ input: { kind: "source", url: SOURCE }, output: { kind: "direct", destination: "rtmp://b.example.com/app/KEY", caFile: "/ca.crt" }, videoOnly: false });
     expect(rtmp).not.toContain("-tls_verify");
   });
 
@@ -81,6 +91,19 @@ describe("buildPushArgs", () => {
     ["nonsense", undefined],
   ])("destinationMuxer(%s) = %s", (url, muxer) => {
     expect(destinationMuxer(url)).toBe(muxer);
+  });
+});
+
+describe("relayedByOnair: onair publishes rtmp(s) itself; ffmpeg keeps srt and rtmp with credentials", () => {
+  it.each([
+    ["rtmp://a.example.com/live2/KEY", true],
+    ["rtmps://b.example.com:443/app/KEY?s_bl=1", true],
+    ["rtmp://user:pass@c.example.com/app/KEY", false],
+    ["srt://c.example.com:9000?streamid=KEY", false],
+  ])("%s → %s", (url, expected) => {
+    const parsed = parseTargetUrl(url);
+    if (!parsed.ok) throw new Error(parsed.error);
+    expect(relayedByOnair(parsed.url)).toBe(expected);
   });
 });
 
@@ -96,40 +119,6 @@ describe("progressShowsMedia: connected once media went out", () => {
     ["out_time_us=395000\r", true],
   ])("%j → %s", (line, expected) => {
     expect(progressShowsMedia(line)).toBe(expected);
-  });
-});
-
-describe("retry back-off", () => {
-  it.each([
-    [1, 1_000],
-    [2, 2_000],
-    [3, 4_000],
-    [4, 8_000],
-    [5, 16_000],
-    [6, 30_000],
-    [7, 30_000],
-    [2000, 30_000], // 2 ** 1999 is Infinity: still capped
-    [0, 1_000],
-  ])("after %i failures in a row: wait %i ms", (failures, delay) => {
-    expect(retryDelayMs(failures)).toBe(delay);
-  });
-
-  it.each([
-    // [previous failures, connected for (ms), failures now]
-    [0, undefined, 1],
-    [3, undefined, 4],
-    [3, 2_000, 4], // accepted then dropped at once: keep backing off
-    [3, RETRY_SCHEDULE.stableMs - 1, 4],
-    [5, RETRY_SCHEDULE.stableMs, 1], // had recovered: start over
-    [5, 3_600_000, 1],
-  ])("failuresAfter(%i, %s) = %i", (previous, connectedFor, expected) => {
-    expect(failuresAfter(previous, connectedFor)).toBe(expected);
-  });
-
-  it("a custom schedule", () => {
-    const s = { firstMs: 100, maxMs: 250, stableMs: 10 };
-    expect([1, 2, 3, 4].map((n) => retryDelayMs(n, s))).toEqual([100, 200, 250, 250]);
-    expect(failuresAfter(4, 10, s)).toBe(1);
   });
 });
 

@@ -1,6 +1,6 @@
 import { exportSPKI, generateKeyPair, SignJWT, type CryptoKey } from "jose";
 import { addUriQuery } from "../../../src/hls";
-import { mintToken, PlaybackGate, readToken, verifyPlaybackJwt, type KnownKey, type PlaybackSubject } from "../../../src/playback";
+import { mintToken, PlaybackGate, QuestionBudget, readToken, verifyPlaybackJwt, type KnownKey, type PlaybackSubject } from "../../../src/playback";
 
 // The pure parts of playback access: tokens, playlist URI rewriting, JWT checks and the gate's
 // decisions, with the clock and the viewer log in the test's hands.
@@ -23,6 +23,14 @@ describe("viewer tokens", () => {
     ["garbage", KEY, "s", PID, "x.y.z", undefined],
   ] as const)("%s", (_name, key, kind, pid, value, expected) => {
     expect(readToken(key, kind, pid, value)).toEqual(expected);
+  });
+
+  it("a token bound to a credential reads only with that credential", () => {
+    const bound = mintToken(KEY, "s", PID, { viewerId: VIEWER, expires: 1000 }, "key-1");
+    expect(readToken(KEY, "s", PID, bound, "key-1")).toEqual({ viewerId: VIEWER, expires: 1000 });
+    expect(readToken(KEY, "s", PID, bound, "key-2")).toBeUndefined();
+    expect(readToken(KEY, "s", PID, bound)).toBeUndefined();
+    expect(readToken(KEY, "s", PID, token, "key-1")).toBeUndefined();
   });
 });
 
@@ -113,7 +121,7 @@ describe("PlaybackGate", () => {
       await new Promise((r) => setTimeout(r, 10));
       return accessKey === "good";
     },
-    viewers: { seen: (_p, v) => void seen.push(v) },
+    viewers: { seen: (_p, v) => void seen.push(v), watching: () => false },
     tokenSeconds: 30,
     now: () => clock,
     keyUsed: (id) => void used.push(id),
@@ -199,3 +207,154 @@ describe("PlaybackGate", () => {
     expect(webhookAnswers).toEqual(["bad", "good", "good"]);
   });
 });
+
+describe("PlaybackGate under load", () => {
+  const ok = <T>(v: T) => {
+    if (!(v as { ok: boolean }).ok) throw new Error(`refused: ${JSON.stringify(v)}`);
+    return v;
+  };
+  const hook: PlaybackSubject = { playbackId: PID, userId: "u", policy: { type: "webhook", webhookId: "w", refreshInterval: 60 } };
+  const jwtStream: PlaybackSubject = { playbackId: PID, userId: "u", policy: { type: "jwt" } };
+  const param = (query: string | undefined, name: string) => new URLSearchParams(query).get(name) ?? undefined;
+
+  /** A gate whose webhook answers when the test says (`answer`), with its clock, viewers and budget in the test's hands. */
+  function setup(options: { sessionSeconds?: number; bounds?: ConstructorParameters<typeof QuestionBudget>[0] } = {}) {
+    const state = { clock: 1_000_000_000_000, asked: [] as string[], seen: [] as string[], watching: new Set<string>(), answers: new Map<string, (v: boolean | undefined) => void>() };
+    const questions = new QuestionBudget(options.bounds ?? { perPlaybackInFlight: 2, perPlaybackRate: 1, nodeInFlight: 10, nodeRate: 100 }, state.clock);
+    const gate = new PlaybackGate({
+      key: KEY,
+      findKey: async () => undefined,
+      askWebhook: (_s, accessKey) =>
+        new Promise((resolve) => {
+          state.asked.push(accessKey);
+          state.answers.set(accessKey, resolve);
+        }),
+      viewers: { seen: (_p, v) => void state.seen.push(v), watching: (_p, v) => state.watching.has(v) },
+      tokenSeconds: 30,
+      ...(options.sessionSeconds !== undefined ? { sessionSeconds: options.sessionSeconds } : {}),
+      questions,
+      now: () => state.clock,
+    });
+    /** Lets the webhook say `v` to `key` and the gate take it in. */
+    const say = async (key: string, v: boolean | undefined) => {
+      state.answers.get(key)!(v);
+      state.answers.delete(key);
+      await new Promise((r) => setImmediate(r));
+    };
+    return { state, gate, questions, say };
+  }
+
+  it("new keys past the budget get 503 with Retry-After, never 401, and cost no question", async () => {
+    const { state, gate, say } = setup();
+    const first = [gate.open(hook, { accessKey: "k1" }), gate.open(hook, { accessKey: "k2" })];
+    // Two in flight for this playback id: the third is told to come back.
+    expect(await gate.open(hook, { accessKey: "k3" })).toEqual({ ok: false, status: 503, error: expect.stringMatching(/retry in 1 s/), retryAfterSeconds: 1 });
+    expect(state.asked).toEqual(["k1", "k2"]);
+    await say("k1", true);
+    await say("k2", false);
+    expect(await first[0]).toMatchObject({ ok: true });
+    expect(await first[1]).toMatchObject({ ok: false, status: 401 });
+    // The burst of 2 is spent (1 a second): the next new key waits for the bucket.
+    expect(await gate.open(hook, { accessKey: "k3" })).toMatchObject({ ok: false, status: 503, retryAfterSeconds: 1 });
+    state.clock += 1000;
+    const third = gate.open(hook, { accessKey: "k3" });
+    expect(state.asked).toEqual(["k1", "k2", "k3"]);
+    await say("k3", true);
+    expect(await third).toMatchObject({ ok: true });
+  });
+
+  it("a viewer let in goes on while the budget is spent: a fresh verdict, then its stale one while it is asked again", async () => {
+    const { state, gate, say } = setup();
+    const opened = gate.open(hook, { accessKey: "viewer" });
+    await say("viewer", true);
+    const session = param(((await opened) as { playlist: string }).playlist, "s");
+    // A flood spends the budget.
+    void gate.open(hook, { accessKey: "flood-1" });
+    expect(await gate.open(hook, { accessKey: "flood-2" })).toMatchObject({ status: 503 });
+    expect(await gate.playlist(hook, { accessKey: "viewer", session })).toMatchObject({ ok: true });
+    // Past its refresh interval: still let in at once, and asked again outside the budget.
+    state.clock += 61_000;
+    expect(await gate.playlist(hook, { accessKey: "viewer", session })).toMatchObject({ ok: true });
+    expect(state.asked).toEqual(["viewer", "flood-1", "viewer"]);
+    // The webhook changed its mind: the next reload is refused.
+    await say("viewer", false);
+    expect(await gate.playlist(hook, { accessKey: "viewer", session })).toMatchObject({ ok: false, status: 401 });
+  });
+
+  it("a session token bound to the key proves a viewer let in: asked outside the budget after a restart; with another key it names nobody", async () => {
+    const { state, gate, say } = setup({ bounds: { perPlaybackInFlight: 1, perPlaybackRate: 1, nodeInFlight: 1, nodeRate: 1 } });
+    const session = mintToken(KEY, "s", PID, { viewerId: VIEWER, expires: state.clock / 1000 + 3600 }, "viewer");
+    void gate.open(hook, { accessKey: "flood-1" });
+    expect(await gate.open(hook, { accessKey: "flood-2" })).toMatchObject({ status: 503 });
+    const known = gate.playlist(hook, { accessKey: "viewer", session });
+    expect(state.asked).toEqual(["flood-1", "viewer"]);
+    await say("viewer", true);
+    expect(await known).toMatchObject({ ok: true });
+    expect(state.seen).toEqual([VIEWER]);
+    // The same token shown with another key is no proof: a new key, within the budget.
+    expect(await gate.playlist(hook, { accessKey: "flood-3", session })).toMatchObject({ status: 503 });
+  });
+
+  it("a webhook that does not answer is a 503, not remembered; a viewer let in rides it out", async () => {
+    const { state, gate, say } = setup();
+    const first = gate.open(hook, { accessKey: "k" });
+    await say("k", undefined);
+    expect(await first).toMatchObject({ ok: false, status: 503, retryAfterSeconds: 2 });
+    const second = gate.open(hook, { accessKey: "k" });
+    await say("k", true);
+    expect(await second).toMatchObject({ ok: true });
+    state.clock += 61_000;
+    expect(await gate.open(hook, { accessKey: "k" })).toMatchObject({ ok: true });
+    await say("k", undefined);
+    expect(await gate.open(hook, { accessKey: "k" })).toMatchObject({ ok: true });
+    expect(state.asked).toEqual(["k", "k", "k", "k"]);
+  });
+
+  it("counts a gated stream's viewer only once let in", async () => {
+    const { state, gate } = setup();
+    const session = mintToken(KEY, "s", PID, { viewerId: VIEWER, expires: state.clock / 1000 + 3600 });
+    expect(await gate.playlist(jwtStream, { session })).toMatchObject({ ok: false, status: 401 });
+    expect(await gate.playlist(jwtStream, { session, jwt: "not.a.jwt" })).toMatchObject({ ok: false, status: 401 });
+    expect(state.seen).toEqual([]);
+  });
+
+  it("a session token expires: past it, it names nobody unless its viewer is still watching", async () => {
+    const { state, gate } = setup({ sessionSeconds: 10 });
+    const pub: PlaybackSubject = { playbackId: PID, userId: "u", policy: null };
+    const session = param(((await gate.open(pub, {})) as { playlist: string }).playlist, "s")!;
+    const { viewerId, expires } = readToken(KEY, "s", PID, session)!;
+    // Rounded up to a step of the lifetime: between 10 and 20 s on.
+    expect(expires * 1000 - state.clock).toBeGreaterThanOrEqual(10_000);
+    expect(expires * 1000 - state.clock).toBeLessThanOrEqual(20_000);
+    await gate.playlist(pub, { session });
+    expect(state.seen).toEqual([viewerId]);
+    state.clock = expires * 1000 + 1;
+    await gate.playlist(pub, { session });
+    expect(state.seen).toEqual([viewerId]);
+    // A master playlist given the expired token names a new viewer.
+    expect(readToken(KEY, "s", PID, param(((await gate.open(pub, { session })) as { playlist: string }).playlist, "s"))!.viewerId).not.toBe(viewerId);
+    // A player that never stopped reloading keeps its viewer.
+    state.watching.add(viewerId);
+    await gate.playlist(pub, { session });
+    expect(state.seen).toEqual([viewerId, viewerId]);
+    expect(readToken(KEY, "s", PID, param(((await gate.open(pub, { session })) as { playlist: string }).playlist, "s"))!.viewerId).toBe(viewerId);
+  });
+
+  it("a full verdict cache forgets refusals before the viewers let in", async () => {
+    let asked = 0;
+    const gate = new PlaybackGate({
+      key: KEY,
+      findKey: async () => undefined,
+      askWebhook: async (_s, accessKey) => (asked++, accessKey.startsWith("good-")),
+      viewers: { seen: () => {}, watching: () => false },
+      tokenSeconds: 30,
+    });
+    for (let i = 0; i < 100; i++) ok(await gate.open(hook, { accessKey: `good-${i}` }));
+    // 12,000 made-up keys (no budget here): more than the cache holds.
+    for (let i = 0; i < 12_000; i += 500) await Promise.all(Array.from({ length: 500 }, (_, j) => gate.open(hook, { accessKey: `flood-${i + j}` })));
+    asked = 0;
+    for (let i = 0; i < 100; i++) ok(await gate.open(hook, { accessKey: `good-${i}` }));
+    expect(asked).toBe(0);
+  });
+});
+

@@ -1,87 +1,51 @@
-import { buildPullArgs, inputAudioCodec, policyRefusal, pullTailLine, type PullArgsInput } from "../../../../src/ingest";
+import { buildPullArgs, inputAudioCodec, pullInput, pullTailLine } from "../../../../src/ingest";
+import { inputScript } from "../../../../src/media";
 import { parsePullSource, pullConfig } from "../../../../src/shapes";
 
 const OUT = "rtmp://127.0.0.1:1935/live/bridge-ticket";
-const PROXY = "http://127.0.0.1:41234";
-const base = { audio: "copy", audioBitrate: 128_000, ioTimeoutMs: 10_000, outputUrl: OUT } as const;
+const SCRIPT = ["-f", "concat", "-safe", "0", "-i", "/data/private/inputs/x.ffconcat"];
 
-/** The value after `flag`, or undefined when the flag is absent. */
-const valueOf = (args: string[], flag: string) => (args.includes(flag) ? args[args.indexOf(flag) + 1] : undefined);
-/** The arguments before `-i`: the input's options. */
-const inputPart = (args: string[]) => args.slice(0, args.indexOf("-i"));
-
-describe("buildPullArgs", () => {
-  const cases: { name: string; input: PullArgsInput; before: [string, string][]; absent: string[]; whitelist: string }[] = [
-    {
-      name: "live RTMP: an I/O timeout, read as it comes (no -re)",
-      input: { ...base, source: "rtmp://cam.example/live/x", scheme: "rtmp" },
-      before: [["-rw_timeout", "10000000"]],
-      absent: ["-re", "-rtsp_transport", "-headers"],
-      whitelist: "rtmp,tcp",
-    },
-    {
-      name: "RTMPS: TLS allowed",
-      input: { ...base, source: "rtmps://cam.example/live/x", scheme: "rtmps", ioTimeoutMs: 5_000 },
-      before: [["-rw_timeout", "5000000"]],
-      absent: ["-re"],
-      whitelist: "rtmps,tcp,tls",
-    },
-    {
-      name: "RTSP: interleaved over TCP, the demuxer's socket timeout, no -re",
-      input: { ...base, source: "rtsp://user:pw@10.0.0.9:554/stream1", scheme: "rtsp" },
-      before: [["-rtsp_transport", "tcp"], ["-timeout", "10000000"]],
-      absent: ["-re", "-rw_timeout", "-headers"],
-      whitelist: "rtsp,rtp,tcp,udp",
-    },
-    {
-      name: "SRT: SRT's own timeout, MPEG-TS, no -re",
-      input: { ...base, source: "srt://cam.example:9000?streamid=a", scheme: "srt" },
-      before: [["-timeout", "10000000"], ["-f", "mpegts"]],
-      absent: ["-re", "-headers"],
-      whitelist: "srt,udp",
-    },
-    {
-      name: "HLS over HTTPS with headers: each header on its own CRLF line, paced with -re",
-      input: { ...base, source: "https://cdn.example/live.m3u8", scheme: "https", headers: { Authorization: "Bearer t0k", "X-Cam": "1" }, httpProxy: PROXY },
-      before: [["-rw_timeout", "10000000"], ["-http_proxy", PROXY], ["-headers", "Authorization: Bearer t0k\r\nX-Cam: 1\r\n"]],
-      absent: ["-rtsp_transport"],
-      whitelist: "http,https,tcp,tls,crypto,httpproxy",
-    },
-    {
-      name: "HTTP without headers: no -headers, through the proxy all the same",
-      input: { ...base, source: "http://cdn.example/live.m3u8", scheme: "http", httpProxy: PROXY },
-      before: [["-rw_timeout", "10000000"], ["-http_proxy", PROXY]],
-      absent: ["-headers"],
-      whitelist: "http,https,tcp,tls,crypto,httpproxy",
-    },
-  ];
-
-  it.each(cases)("$name", ({ input, before, absent, whitelist }) => {
-    const args = buildPullArgs(input);
-    const head = inputPart(args);
-    for (const [flag, value] of before) expect(valueOf(head, flag)).toBe(value);
-    for (const flag of absent) expect(args).not.toContain(flag);
-    expect(valueOf(head, "-protocol_whitelist")).toBe(whitelist);
-    expect(valueOf(args, "-i")).toBe(input.source);
-    // -re paces file-like sources only, and as an input option.
-    expect(head.includes("-re")).toBe(input.scheme === "http" || input.scheme === "https");
-    // Video copied, FLV to the ticket's url, last.
-    expect(valueOf(args, "-c:v")).toBe("copy");
-    expect(args.slice(-3)).toEqual(["-f", "flv", OUT]);
-    expect(args.join(" ")).toContain("-map 0:v:0 -map 0:a:0?");
-    // Only HTTP goes through the forward proxy (the other protocols would not use it).
-    expect(head.includes("-http_proxy")).toBe(input.scheme === "http" || input.scheme === "https");
+describe("pullInput: the options per scheme, in the script, never in argv", () => {
+  it.each([
+    { scheme: "rtmp", url: "rtmp://cam.example/live/key", kind: "rtmp", options: { rw_timeout: "10000000" }, before: [] },
+    { scheme: "rtmps", url: "rtmps://cam.example/live/key", kind: "rtmps", options: { rw_timeout: "10000000" }, before: [] },
+    // Interleaved over the relay's TCP connection; the demuxer's own socket timeout.
+    { scheme: "rtsp", url: "rtsp://user:pw@127.0.0.1:4000/stream1", kind: "rtsp", options: { rtsp_transport: "tcp", timeout: "10000000" }, before: [] },
+    // SRT's own timeout: its reads never return EAGAIN.
+    { scheme: "srt", url: "srt://cam.example:9000?passphrase=0123456789", kind: "srt", options: { timeout: "10000000" }, before: [] },
+    // The gateway's url; -re paces a file-like source, outside the script (an option of the outer input).
+    { scheme: "https", url: "http://127.0.0.1:4001/credential/1/live.m3u8", kind: "gateway", options: { rw_timeout: "10000000" }, before: ["-re"] },
+    { scheme: "http", url: "http://127.0.0.1:4001/credential/1/live.m3u8", kind: "gateway", options: { rw_timeout: "10000000" }, before: ["-re"] },
+  ] as const)("$scheme", ({ scheme, url, kind, options, before }) => {
+    const { input, before: b } = pullInput({ scheme, url, ioTimeoutMs: 10_000 });
+    expect(input).toEqual({ kind, url, options });
+    expect(b).toEqual(before);
+    // The url and its options go into the script (its secrets with them).
+    const script = inputScript(input);
+    expect(script).toContain(`file '${url}'`);
+    for (const [k, v] of Object.entries(options)) expect(script).toContain(`option ${k} '${v}'`);
   });
 
-  it("refuses to build an http(s) pull without the forward proxy", () => {
-    expect(() => buildPullArgs({ ...base, source: "http://cdn.example/live.m3u8", scheme: "http" })).toThrow(/forward proxy/);
+  it("scales the I/O timeout to microseconds", () => {
+    expect(pullInput({ scheme: "rtmp", url: "rtmp://x/live/y", ioTimeoutMs: 5_000 }).input.options).toEqual({ rw_timeout: "5000000" });
+  });
+});
+
+describe("buildPullArgs", () => {
+  it("reads the script's input and publishes FLV to the ticket's url, video copied", () => {
+    const args = buildPullArgs(SCRIPT, { audio: "copy", audioBitrate: 128_000, outputUrl: OUT });
+    expect(args.join(" ")).toContain(SCRIPT.join(" "));
+    expect(args.slice(-3)).toEqual(["-f", "flv", OUT]);
+    expect(args.join(" ")).toContain("-map 0:v:0 -map 0:a:0? -c:v copy -c:a copy");
+    expect(args).not.toContain("-headers");
+    expect(args).not.toContain("-http_proxy");
   });
 
   it.each([
     ["copy", ["-c:a", "copy"], "-b:a"],
     ["aac", ["-c:a", "aac", "-b:a", "96000", "-ar", "48000", "-ac", "2"], undefined],
   ] as const)("audio %s", (audio, expected, absent) => {
-    const args = buildPullArgs({ ...base, audioBitrate: 96_000, source: "rtsp://cam/x", scheme: "rtsp", audio });
+    const args = buildPullArgs(SCRIPT, { audioBitrate: 96_000, audio, outputUrl: OUT });
     expect(args.join(" ")).toContain(expected.join(" "));
     if (absent) expect(args).not.toContain(absent);
   });
@@ -104,23 +68,11 @@ describe("pullTailLine", () => {
     ["an HLS segment being opened", "[hls @ 0x55] Opening 'https://cdn.example/live/seg7.ts?token=s3cret' for reading", undefined],
     ["an AES key being opened", "[hls @ 0x55] Opening 'crypto+http://cdn.example/k/seg1.ts' for reading", undefined],
     ["a url in an error: scheme and host kept", "[hls @ 0x55] Error when loading first segment 'https://cdn.example:8443/live/seg0.ts?token=s3cret'", "[hls @ 0x55] Error when loading first segment 'https://cdn.example:8443/…'"],
-    ["the proxy's refusal", "[http @ 0x5] HTTP error 403 Refused by the outbound policy: 127.0.0.2", "[http @ 0x5] HTTP error 403 Refused by the outbound policy: 127.0.0.2"],
+    ["the gateway's refusal", "[http @ 0x5] HTTP error 403 Forbidden", "[http @ 0x5] HTTP error 403 Forbidden"],
+    ["a gateway url: its credential left out", "[hls @ 0x5] Failed to open segment 'http://127.0.0.1:4001/cred/7/seg7.ts'", "[hls @ 0x5] Failed to open segment 'http://127.0.0.1:4001/…'"],
     ["the input's stream list", "  Stream #0:1: Audio: mp2, 48000 Hz, mono, fltp, 64 kb/s", "  Stream #0:1: Audio: mp2, 48000 Hz, mono, fltp, 64 kb/s"],
   ])("%s", (_name, line, kept) => {
     expect(pullTailLine(line)).toBe(kept);
-  });
-});
-
-describe("policyRefusal", () => {
-  it.each([
-    ["the forward proxy's 403 (http)", "[http @ 0x5] HTTP error 403 Refused by the outbound policy: 169.254.169.254", { what: "169.254.169.254", stop: false }],
-    ["the forward proxy's 403 (CONNECT)", "[httpproxy @ 0x5] HTTP error 403 Refused by the outbound policy: metadata.internal", { what: "metadata.internal", stop: false }],
-    ["a playlist naming an httpproxy: url (ffmpeg would connect itself)", "[hls @ 0x5] Opening 'httpproxy://10.0.0.5:6379/x' for reading", { what: "an httpproxy: url", stop: true }],
-    ["the same behind crypto+", "[hls @ 0x5] Opening 'crypto+httpproxy://10.0.0.5:80/x' for reading", { what: "an httpproxy: url", stop: true }],
-    ["another 403", "[http @ 0x5] HTTP error 403 Forbidden", undefined],
-    ["an ordinary segment", "[hls @ 0x5] Opening 'https://cdn.example/a.ts' for reading", undefined],
-  ])("%s", (_name, line, expected) => {
-    expect(policyRefusal(line)).toEqual(expected);
   });
 });
 
