@@ -17,11 +17,10 @@ import os from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
 import express from "express";
-import pg from "pg";
 import { loadConfig } from "../src/config";
 import { createLogger } from "../src/log";
 import { startServer } from "../src/server";
-import { fixed, formatTable, positiveIntFromEnv, runProblems, type RunOutcome } from "./lib";
+import { fixed, formatTable, positiveIntFromEnv, runProblems, throwAwayDatabase, type RunOutcome } from "./lib";
 
 const WARMUP_SECONDS = 2;
 
@@ -303,7 +302,7 @@ async function main(): Promise<void> {
     targets.push(onair);
     const baseline = await startBaseline();
     targets.push(baseline);
-    const pg = process.env.BENCH_DATABASE_URL ? await throwAwayDatabase(process.env.BENCH_DATABASE_URL) : undefined;
+    const pg = process.env.BENCH_DATABASE_URL ? await throwAwayDatabase(process.env.BENCH_DATABASE_URL, "onair_bench") : undefined;
     let onPostgres: OnairTarget | undefined;
     if (pg) {
       const pgDir = path.join(dataDir, "pg");
@@ -324,24 +323,6 @@ async function main(): Promise<void> {
   }
 }
 
-/** A database of its own on the PostgreSQL server, dropped after the run. */
-async function throwAwayDatabase(server: string): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `onair_bench_${process.pid}`;
-  const admin = async (sql: string) => {
-    const c = new pg.Client({ connectionString: server });
-    await c.connect();
-    try {
-      await c.query(sql);
-    } finally {
-      await c.end();
-    }
-  };
-  await admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  await admin(`CREATE DATABASE "${name}"`);
-  const u = new URL(server);
-  u.pathname = `/${name}`;
-  return { url: u.toString(), drop: () => admin(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`) };
-}
 
 main().catch((err: unknown) => {
   process.stderr.write(`bench:api failed: ${err instanceof Error ? err.message : String(err)}\n`);

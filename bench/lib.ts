@@ -4,6 +4,7 @@ import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import readline from "node:readline";
+import pg from "pg";
 
 /** A positive integer setting (BENCH_*), or the fallback when unset; anything else stops the bench. */
 export function positiveIntFromEnv(name: string, fallback: number, max = Number.MAX_SAFE_INTEGER): number {
@@ -220,4 +221,23 @@ export function runProblems(label: string, r: RunOutcome): string | undefined {
     .map(([code, stat]) => `${stat.count ?? 0} × ${code}`)
     .join(", ");
   return `${label}: ${r.non2xx} non-2xx responses${codes ? ` (${codes})` : ""}, ${r.errors} connection errors, ${r.timeouts} timeouts`;
+}
+
+/** A database of its own (`<name>_<pid>`) on the PostgreSQL server at `server`, dropped after the run. */
+export async function throwAwayDatabase(server: string, name: string): Promise<{ url: string; drop(): Promise<void> }> {
+  const database = `${name}_${process.pid}`;
+  const admin = async (sql: string) => {
+    const c = new pg.Client({ connectionString: server });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
+  await admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+  await admin(`CREATE DATABASE "${database}"`);
+  const u = new URL(server);
+  u.pathname = `/${database}`;
+  return { url: u.toString(), drop: () => admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`) };
 }

@@ -57,11 +57,17 @@
       s.isHealthy ? health[0] : el("ul", { class: "issues" }, health)]);
   }
 
-  // Concurrent viewers of a live stream (GET /api/data/views/now); nothing for one not live.
+  // Concurrent viewers of a live stream (GET /api/data/views/now), with how many play over
+  // WebRTC and how many over HLS ("3 viewers · 2 WebRTC, 1 HLS"); nothing for one not live.
   function viewerCount(s, viewers) {
     if (!s.isActive) return el("span", { class: "viewers", text: "" });
-    var n = viewers[s.playbackId] || 0;
-    return el("span", { class: "viewers", text: n + (n === 1 ? " viewer" : " viewers") });
+    var v = viewers[s.playbackId] || { total: 0, webrtc: 0 };
+    var text = v.total + (v.total === 1 ? " viewer" : " viewers");
+    var parts = [];
+    if (v.webrtc > 0) parts.push(v.webrtc + " WebRTC");
+    if (v.total - v.webrtc > 0) parts.push((v.total - v.webrtc) + " HLS");
+    if (parts.length > 0) text += " · " + parts.join(", ");
+    return el("span", { class: "viewers", text: text });
   }
 
   function renderStreams(streams, viewers) {
@@ -141,7 +147,7 @@
       var playbackIds = {};
       all[0].forEach(function (s) { playbackIds[s.id] = s.playbackId; });
       var viewers = {};
-      all[2].forEach(function (v) { viewers[v.playbackId] = v.viewCount; });
+      all[2].forEach(function (v) { viewers[v.playbackId] = { total: v.viewCount, webrtc: v.webrtcViewCount || 0 }; });
       renderStreams(all[0], viewers);
       renderSessions(all[1], playbackIds);
       renderWebhooks(all[3]);

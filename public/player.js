@@ -1,6 +1,8 @@
 // onair player: hls.js where MediaSource exists, the browser's own HLS otherwise (Safari).
-// Live: polls /api/playback/<id> every 2 s; offline until meta.live is 1, then plays, and
-// goes back to offline once the stream has ended. VOD (recordings): plays at once.
+// Live: polls /api/playback/<id> every 2 s; offline until meta.live is 1, then plays (over
+// WebRTC first when playback info lists it, public/whep.js, falling back to LL-HLS when it does
+// not start within WEBRTC_START_MS), and goes back to offline once the stream has ended. VOD
+// (recordings): plays at once.
 "use strict";
 (function () {
   var POLL_MS = 2000;
@@ -14,6 +16,8 @@
   // fetching the rest one request at a time, stalls on a busy machine or a far network.
   var START_BUFFER_S = 0.4;
   var START_WAIT_MS = 3000;
+  // ICE, DTLS and the next keyframe (the ladder keeps one a segment) within this, or LL-HLS.
+  var WEBRTC_START_MS = 3000;
 
   var root = document.getElementById("player");
   var video = document.getElementById("video");
@@ -21,11 +25,14 @@
   var offline = document.getElementById("offline");
   var errorBox = document.getElementById("error");
   var quality = document.getElementById("quality");
+  var protocolLabel = document.getElementById("protocol");
   var kind = root.dataset.kind;
   var src = root.dataset.src;
 
   var hls = null;
   var native = false;
+  // A WebRTC playback (public/whep.js): { close() } once it plays, "starting" before.
+  var webrtc = null;
   var endingTimer = null;
   var steerTimer = null;
   var latency = null;
@@ -43,6 +50,14 @@
     if (!poster) return;
     video.removeAttribute("poster");
     video.setAttribute("poster", poster);
+  }
+
+  // Which protocol plays, shown beside the title and read by tests: "webrtc", "hls" or none.
+  function setProtocol(protocol) {
+    stats.protocol = protocol;
+    root.dataset.protocol = protocol || "";
+    protocolLabel.hidden = !protocol;
+    protocolLabel.textContent = protocol === "webrtc" ? "WebRTC" : protocol === "hls" ? "LL-HLS" : "";
   }
 
   function setState(state) {
@@ -190,6 +205,10 @@
     latency = null;
     if (startTimer) clearTimeout(startTimer);
     startTimer = null;
+    if (webrtc && webrtc.close) webrtc.close();
+    if (webrtc) video.srcObject = null;
+    webrtc = null;
+    setProtocol(null);
     video.playbackRate = 1;
     if (hls) hls.destroy();
     hls = null;
@@ -204,6 +223,54 @@
   function fail(state) {
     teardown();
     setState(state);
+  }
+
+  // The WHEP URL playback info gives for this stream, with the page's jwt or access key.
+  // `?protocol=hls` in the page's address keeps it on LL-HLS (an embedder's choice).
+  function whepUrl(info) {
+    var source = (info.meta.source || []).filter(function (s) { return s.hrn === "WebRTC (H264)"; })[0];
+    if (!source || !window.RTCPeerConnection || !window.onairWhep) return null;
+    if (new URLSearchParams(location.search).get("protocol") === "hls") return null;
+    // On this page's origin, as the HLS source is (the page may connect to its own origin only).
+    var url = new URL(new URL(source.url, location.href).pathname, location.href);
+    var page = new URLSearchParams(location.search);
+    ["jwt", "accessKey"].forEach(function (name) { if (page.get(name)) url.searchParams.set(name, page.get(name)); });
+    return url.toString();
+  }
+
+  // WebRTC first; LL-HLS when it does not start (or fails before it plays).
+  function loadLive(info) {
+    var url = whepUrl(info);
+    if (!url) return load();
+    var attempt = (webrtc = { starting: true });
+    window.onairWhep.play(video, url, WEBRTC_START_MS, function (reason) {
+      // A started playback ended (the stream ended, the connection failed): the next poll decides.
+      if (webrtc !== attempt) return;
+      stats.webrtcEnd = reason;
+      fail("offline");
+    }).then(function (session) {
+      if (webrtc !== attempt) return session.close();
+      attempt.close = session.close;
+      // The viewer's WHEP resource: GET tells which rendition the server sends and why.
+      stats.webrtcResource = session.resource;
+      setProtocol("webrtc");
+      fillQuality([]);
+      play();
+    }, function (err) {
+      if (webrtc !== attempt) return;
+      stats.webrtcError = String(err && err.message || err);
+      webrtc = null;
+      video.srcObject = null;
+      // Refused by the playback policy: HLS would be refused alike.
+      if (err && (err.status === 401 || err.status === 403)) return refusedToken();
+      load();
+    });
+    return true;
+  }
+
+  function refusedToken() {
+    document.getElementById("error-text").textContent = "This stream needs a valid playback token (?jwt= or ?accessKey= in the page's address).";
+    fail("error");
   }
 
   function load() {
@@ -264,18 +331,17 @@
         if (data.type === window.Hls.ErrorTypes.MEDIA_ERROR && media++ < 2) return hls.recoverMediaError();
         // A protected stream refused this viewer (no JWT or access key, or an expired one): say
         // so and stop, rather than polling as if the stream were offline.
-        if (data.response && data.response.code === 401) {
-          document.getElementById("error-text").textContent = "This stream needs a valid playback token (?jwt= or ?accessKey= in the page's address).";
-          return fail("error");
-        }
+        if (data.response && data.response.code === 401) return refusedToken();
         fail(kind === "live" ? "offline" : "error");
       });
       hls.loadSource(src);
       hls.attachMedia(video);
+      setProtocol("hls");
     } else if (video.canPlayType("application/vnd.apple.mpegurl")) {
       // Safari: its own HLS picks the rendition; the menu offers only Auto.
       native = true;
       video.src = src;
+      setProtocol("hls");
       play();
     } else {
       document.getElementById("error-text").textContent = "This browser cannot play HLS video.";
@@ -291,6 +357,8 @@
   });
   video.addEventListener("waiting", function () {
     waiting = true;
+    // hls.js reports its own stalls; WebRTC's are the video running dry while it plays.
+    if (stats.protocol === "webrtc" && video.currentTime > 0) stats.stalls++;
   });
   video.addEventListener("ended", function () {
     if (kind === "live") fail("offline");
@@ -299,14 +367,15 @@
     if (native) fail(kind === "live" ? "offline" : "error");
   });
 
-  function onStatus(live) {
+  function onStatus(info) {
+    var live = info.meta.live === 1;
     var state = root.dataset.state;
     if (live && (state === "offline" || state === "loading")) {
-      if (load()) setState("live");
+      if (loadLive(info)) setState("live");
     } else if (live && state === "ending") {
       // Live again before the last session finished playing: that playlist has ended, load anew.
       teardown();
-      if (load()) setState("live");
+      if (loadLive(info)) setState("live");
     } else if (!live && state === "live") {
       setState("ending");
       endingTimer = setTimeout(function () { fail("offline"); }, ENDING_GRACE_MS);
@@ -318,7 +387,7 @@
   function poll() {
     fetch(root.dataset.statusUrl, { cache: "no-store" })
       .then(function (res) { return res.ok ? res.json() : null; })
-      .then(function (info) { if (info && info.meta) onStatus(info.meta.live === 1); })
+      .then(function (info) { if (info && info.meta) onStatus(info); })
       .catch(function () { /* the server is unreachable for now: keep the state, ask again */ })
       .then(function () { setTimeout(poll, POLL_MS); });
   }

@@ -90,11 +90,13 @@ async function start(config: Config, log: Logger, shutdown: Shutdown): Promise<R
   const srt = w.srtUrls(config, () => live.rtmp.port);
   // A node without the api role serves HLS only: other nodes pass their viewers' requests to it.
   const app = c.has("api")
-    ? createApp({ store, log, publicUrl: links, signRecording, live: live.sessions, limits: config.limits, outbound: events.outbound, rateLimiter, srt, viewerCountsFreshMs: freshViewerRowsMs(config.heartbeatMs), clips: clips.clips }, pages, metrics)
+    ? createApp({ store, log, publicUrl: links, signRecording, live: live.sessions, limits: config.limits, outbound: events.outbound, rateLimiter, srt, viewerCountsFreshMs: freshViewerRowsMs(config.heartbeatMs), clips: clips.clips, webrtcPlayback: config.webrtc.playback }, pages, metrics)
     : hlsOnly();
   const port = await w.listenPublic(c, app);
   publicUrl = resolvedPublicUrl(config, port);
   node.internalUrl = config.internalUrlSetting ?? w.internalUrl(config, port);
+  // Its RTMP, on the internal URL's host: other ingest nodes relay publishes of its streams there.
+  if (c.has("ingest")) node.rtmpAddress = `${new URL(node.internalUrl).hostname}:${live.rtmp.port}`;
   await cluster.beatNow();
 
   // The queue workers once PUBLIC_URL is known: recording.ready and asset.ready carry URLs.

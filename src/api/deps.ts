@@ -20,10 +20,15 @@ export interface ApiDeps {
   outbound?: OutboundPolicy;
   /** The API rate limit's buckets (shared through Redis by several nodes); this process's own when absent. */
   rateLimiter?: RateLimiter;
-  /** SRT ingest (SRT_PORTS): streams get a listener port from `ports`, shown as `srtUrl`. */
-  srt?: { ports: { first: number; last: number }; url(port: number, passphrase: string): string };
+  /**
+   * SRT ingest (SRT_PORTS): a stream gets a listener port from `ports` when its owner first reads
+   * it, at most `perUser` per user, shown as `srtUrl`; a read keeps the listener armed `idleMs`.
+   */
+  srt?: { ports: { first: number; last: number }; perUser: number; idleMs: number; url(port: number, passphrase: string): string };
   /** Clips (POST /clip) and the assets they make (src/assets); those routes answer 501 when absent. */
   clips?: ClipService;
   /** GET /data/views/now sums the nodes' viewer counts written within this long, ms; 15 s when absent. */
   viewerCountsFreshMs?: number;
+  /** WebRTC playback (WHEP) is on: playback info lists it for live streams. */
+  webrtcPlayback?: boolean;
 }

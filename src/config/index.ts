@@ -105,7 +105,15 @@ function derived(e: Env, env: NodeJS.ProcessEnv, tls: { cert: Buffer; key: Buffe
     /** Target length of live HLS segments, seconds (and the encoded renditions' keyframe interval). */
     hlsSegmentSeconds: e.HLS_SEGMENT_SECONDS || (e.HLS_LOW_LATENCY ? 1 : 2),
     /** SRT_PORTS set: SRT ingest on. */
-    srt: e.SRT_PORTS ? { ports: e.SRT_PORTS, latencyMs: e.SRT_LATENCY_MS, publicHost: e.SRT_PUBLIC_HOST } : undefined,
+    srt: e.SRT_PORTS
+      ? {
+          ports: e.SRT_PORTS,
+          latencyMs: e.SRT_LATENCY_MS,
+          publicHost: e.SRT_PUBLIC_HOST,
+          perUser: e.SRT_PORTS_PER_USER ?? Math.max(1, Math.floor((e.SRT_PORTS.last - e.SRT_PORTS.first + 1) / 4)),
+          idleMs: e.SRT_LISTENER_IDLE_SECONDS * 1000,
+        }
+      : undefined,
   };
 }
 
@@ -147,6 +155,7 @@ export function rtmpPublicUrl(config: Config, boundRtmpPort: number): string {
 }
 
 /** Where state lives: PostgreSQL with DATABASE_URL, else the SQLite file in DATA_DIR. */
-export function databaseLocation(config: Pick<Config, "databaseUrl" | "dbPath">): { url: string } | { file: string } {
-  return config.databaseUrl ? { url: config.databaseUrl } : { file: config.dbPath };
+export function databaseLocation(config: Pick<Config, "databaseUrl" | "dbPath" | "nodeId">): { url: string; name: string } | { file: string } {
+  // Named in pg_stat_activity as the node: an operator (or a fault test) sees whose connections are whose.
+  return config.databaseUrl ? { url: config.databaseUrl, name: `onair ${config.nodeId}`.slice(0, 63) } : { file: config.dbPath };
 }

@@ -11,13 +11,13 @@ const MIGRATIONS_DIR = path.join(__dirname, "migrations", "sqlite");
 const PG_MIGRATIONS_DIR = path.join(__dirname, "migrations", "postgres");
 
 /** Where state lives: a SQLite file (embedded), or a PostgreSQL URL (shared by several nodes). */
-export type DatabaseLocation = { file: string } | { url: string };
+export type DatabaseLocation = { file: string } | { url: string; /** PostgreSQL's application_name for the pool's connections. */ name?: string };
 
 /** Opens the database and brings its schema up to date. */
 export async function openSql(where: DatabaseLocation): Promise<SqlDatabase> {
   if ("file" in where) return sqliteDatabase(openDatabase(where.file));
   await migratePostgres(where.url);
-  return postgresDatabase(where.url);
+  return postgresDatabase(where.url, { applicationName: where.name });
 }
 
 /** An arbitrary constant: the advisory lock that makes nodes starting together migrate one at a time. */

@@ -22,7 +22,10 @@ export interface Sql {
   run(text: string, params?: Params): Promise<number>;
   /**
    * Runs `work` in a transaction (SQLite: BEGIN IMMEDIATE, so writers queue for the lock
-   * instead of failing to upgrade). Inside one already, joins it.
+   * instead of failing to upgrade). Inside one already, joins it. One that PostgreSQL aborts as
+   * a deadlock's victim or a serialization failure is run again from the start, a few times
+   * (the outermost transaction retries, never a joined one): `work` must do nothing but
+   * statements on `tx`, and register anything else with afterCommit.
    */
   transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T>;
   /** Runs `fn` once the current transaction has committed (at once outside one); dropped on rollback. */
@@ -37,6 +40,8 @@ export interface SqlDatabase extends Sql {
   readonly sqlite?: SqliteConnection;
   /** False once closed: writes retried later give up. */
   readonly isOpen: boolean;
+  /** Transactions run again since the database opened (deadlock victims, serialization failures). */
+  readonly transactionRetries: number;
   close(): Promise<void>;
 }
 
@@ -47,6 +52,32 @@ export interface SqlDatabase extends Sql {
  */
 export async function lockKey(q: Sql, key: string): Promise<void> {
   if (q.dialect === "postgres") await q.run("SELECT pg_advisory_xact_lock(hashtext(?))", [key]);
+}
+
+/**
+ * SQLSTATEs with which PostgreSQL aborts a transaction that can succeed if run again: it was a
+ * deadlock's victim (40P01) or could not be serialized with a concurrent one (40001).
+ */
+const RETRYABLE_SQLSTATES = new Set(["40P01", "40001"]);
+
+/** Whether a transaction that failed with `err` is worth running again. */
+export function isRetryableTransactionError(err: unknown): boolean {
+  const code = typeof err === "object" && err !== null ? (err as { code?: unknown }).code : undefined;
+  return typeof code === "string" && RETRYABLE_SQLSTATES.has(code);
+}
+
+/** Runs of a transaction before its retryable failure is the caller's. */
+export const TRANSACTION_ATTEMPTS = 5;
+
+/**
+ * The pause (ms) before running a transaction again after its attempt `attempt` (from 1) failed
+ * retryably, or null: no attempts left. Doubling from 5 ms (at most about 110 ms in all, well
+ * under a segment), each pause scaled by 0.5 + `random` (0 ≤ random < 1) so that two victims of
+ * one conflict do not meet again in step.
+ */
+export function transactionRetryDelay(attempt: number, random: number): number | null {
+  if (attempt >= TRANSACTION_ATTEMPTS) return null;
+  return Math.round(5 * 2 ** (attempt - 1) * (0.5 + random));
 }
 
 /** `?` → `$1, $2…` for PostgreSQL, outside quoted strings. */
@@ -70,6 +101,11 @@ export function numberPlaceholders(text: string): string {
 /** Statement texts as PostgreSQL takes them, converted once. */
 const pgTexts = new Map<string, string>();
 
+/** What a database's handles count together. */
+interface Counts {
+  transactionRetries: number;
+}
+
 class Handle implements Sql {
   readonly root: Sql;
 
@@ -78,6 +114,7 @@ class Handle implements Sql {
     private readonly k: Kysely<unknown>,
     root: Sql | null,
     private readonly commitHooks: (() => void)[] | null,
+    protected readonly counts: Counts,
   ) {
     this.root = root ?? this;
   }
@@ -107,10 +144,30 @@ class Handle implements Sql {
   }
 
   async transaction<T>(work: (tx: Sql) => Promise<T>): Promise<T> {
+    // Joined: a retryable failure aborted the outer transaction too, which runs again whole.
     if (this.commitHooks) return work(this);
-    const hooks: (() => void)[] = [];
-    const result = await this.k.connection().execute(async (conn) => {
-      const tx = new Handle(this.dialect, conn, this.root, hooks);
+    for (let attempt = 1; ; attempt++) {
+      // Each attempt its own hooks: only the committed one's run.
+      const hooks: (() => void)[] = [];
+      let result: T;
+      try {
+        result = await this.attempt(work, hooks);
+      } catch (err) {
+        const delay = isRetryableTransactionError(err) ? transactionRetryDelay(attempt, Math.random()) : null;
+        if (delay === null) throw err;
+        this.counts.transactionRetries++;
+        // The connection went back to the pool: the pause holds none.
+        await new Promise((resolve) => setTimeout(resolve, delay));
+        continue;
+      }
+      for (const fn of hooks) fn();
+      return result;
+    }
+  }
+
+  private async attempt<T>(work: (tx: Sql) => Promise<T>, hooks: (() => void)[]): Promise<T> {
+    return this.k.connection().execute(async (conn) => {
+      const tx = new Handle(this.dialect, conn, this.root, hooks, this.counts);
       await conn.executeQuery(CompiledQuery.raw(this.dialect === "sqlite" ? "BEGIN IMMEDIATE" : "BEGIN"));
       try {
         const value = await work(tx);
@@ -121,8 +178,6 @@ class Handle implements Sql {
         throw err;
       }
     });
-    for (const fn of hooks) fn();
-    return result;
   }
 
   afterCommit(fn: () => void): void {
@@ -139,7 +194,11 @@ class Root extends Handle implements SqlDatabase {
     private readonly kysely: Kysely<unknown>,
     readonly sqlite?: SqliteConnection,
   ) {
-    super(dialect, kysely, null, null);
+    super(dialect, kysely, null, null, { transactionRetries: 0 });
+  }
+
+  get transactionRetries(): number {
+    return this.counts.transactionRetries;
   }
 
   async close(): Promise<void> {
@@ -199,8 +258,8 @@ const pgTypes = {
   },
 };
 
-export function postgresDatabase(url: string, opts: { max?: number } = {}): SqlDatabase {
-  const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10, types: pgTypes as pg.CustomTypesConfig });
+export function postgresDatabase(url: string, opts: { max?: number; applicationName?: string } = {}): SqlDatabase {
+  const pool = new pg.Pool({ connectionString: url, max: opts.max ?? 10, types: pgTypes as pg.CustomTypesConfig, application_name: opts.applicationName });
   // An idle client's error (the server restarted) must not crash the process: the pool drops it.
   pool.on("error", () => undefined);
   // Nor a busy one's: a connection cut under a query (the server restarted, an operator's

@@ -26,6 +26,8 @@ export interface StreamRecord extends SegmentCounters {
   /** SRT ingest (SRT_PORTS): the stream's listener port and the passphrase callers need. */
   srtPort: number | null;
   srtPassphrase: string | null;
+  /** When the owner last asked for the srtUrl or a caller last published through it (ms): the listener is armed while recent. */
+  srtUsedAt?: number | null;
   /** Pull ingest: the source onair reads while the stream is enabled; null for a pushed stream. */
   pull: PullConfig | null;
   /** When start-pull last asked the pull to start now (ms): the pull ingest acts on a change. */

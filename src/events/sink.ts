@@ -1,4 +1,4 @@
-import { orderedNow, type Store, type StreamRecord, type TargetRef, type Tx } from "../db";
+import { isRetryableTransactionError, orderedNow, type Store, type StreamRecord, type TargetRef, type Tx } from "../db";
 import type { Logger } from "../log";
 import { presentStream, type EventName, type EventPayloads, type EventStream } from "../shapes";
 import { enqueueFanOut } from "../webhooks";
@@ -58,6 +58,9 @@ export function createEventSink(store: Store, log: Logger): EventSink {
       const done = within ? record(name, streamId, payload, at, within) : tail.then(() => record(name, streamId, payload, at));
       if (!within) tail = done.catch(() => undefined);
       return done.catch((err: unknown) => {
+        // Inside a transaction that PostgreSQL aborted as a deadlock's victim: the whole
+        // transaction runs again (Sql.transaction), this event with it.
+        if (within && isRetryableTransactionError(err)) throw err;
         // Not durable, so say so: the caller must not believe the event was recorded.
         log.error({ err, event: name, streamId }, "could not record an event");
         throw err;

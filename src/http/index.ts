@@ -4,6 +4,7 @@ export { assetsRouter } from "./assets";
 export { dashboardRouter } from "./dashboard";
 export { playerRouter } from "./player";
 export { operatorGate } from "./operator";
-export { closeGracefully, createPublicServer, type PublicServer, type TlsFiles } from "./publicServer";
+export { closeGracefully, createPublicServer, type PublicServer, type PublicServerOptions, type TlsFiles } from "./publicServer";
 export { whipRouter, type WhipRoutesDeps } from "./whip";
 export { broadcastRouter, renderBroadcast } from "./broadcast";
+export { whepRouter, type WhepRoutesDeps } from "./whep";

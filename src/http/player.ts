@@ -31,13 +31,14 @@ export function renderPlayer(v: PlayerView): string {
 <div id="offline" class="notice" hidden><strong>This stream is offline.</strong><span>Playback starts by itself when it goes live.</span></div>
 <div id="error" class="notice" hidden><strong id="error-text">This recording cannot be played.</strong></div>
 <span id="live-badge" class="badge" hidden>LIVE</span>
+<span id="protocol" class="badge protocol" hidden></span>
 </div>
 <div class="bar">
 <h1>${escapeHtml(v.title)}</h1>
 <label class="quality">Quality <select id="quality" disabled><option value="-1">Auto</option></select></label>
 </div>
 </main>`;
-  return renderPage({ title: `${v.title} · onair`, body, scripts: ["hls.min.js", "latencyTarget.js", "player.js"], bodyClass: "player-page" });
+  return renderPage({ title: `${v.title} · onair`, body, scripts: ["hls.min.js", "latencyTarget.js", "whep.js", "player.js"], bodyClass: "player-page" });
 }
 
 /**
@@ -68,6 +69,7 @@ export function playerRouter(store: Store, signRecording: (sessionId: string) =>
   const router = express.Router();
   serveAsset(router, "hls.min.js", require.resolve("hls.js/dist/hls.min.js"));
   serveAsset(router, "latencyTarget.js", "latencyTarget.js");
+  serveAsset(router, "whep.js", "whep.js");
   serveAsset(router, "player.js", "player.js");
   serveAsset(router, "onair.css", "onair.css");
 

@@ -50,3 +50,12 @@ export function ffmpegHasCmaf(ffmpegPath: string): boolean {
   const res = spawnSync(ffmpegPath, ["-hide_banner", "-h", "muxer=mp4"], { encoding: "utf8", timeout: 10_000 });
   return /^\s*cmaf\b/m.test(res.stdout ?? "");
 }
+
+/**
+ * Whether this ffmpeg has the libopus encoder, which WebRTC playback's audio needs (Debian's
+ * and the npm-shipped builds do; a minimal build may not: its WebRTC viewers then get video only).
+ */
+export function ffmpegHasLibopus(ffmpegPath: string): boolean {
+  const res = spawnSync(ffmpegPath, ["-hide_banner", "-h", "encoder=libopus"], { encoding: "utf8", timeout: 10_000 });
+  return /^Encoder libopus\b/m.test(res.stdout ?? "");
+}

@@ -1,8 +1,23 @@
-export { ffmpegHasCmaf, locateFfmpeg, type FfmpegLocation } from "./ffmpegLocator";
+export { ffmpegHasCmaf, ffmpegHasLibopus, locateFfmpeg, type FfmpegLocation } from "./ffmpegLocator";
 export { ProcessRegistry, reapLeftovers, spawnSupervised, type ProcessEnd, type SupervisedProcess } from "./supervisedProcess";
 export { loadLadder, renditionLadder } from "./ladder";
-export { AUDIO_BITRATE, LivePipeline, type LivePipelineOptions } from "./livePipeline";
-export { buildLiveArgs, renditionFd } from "./liveArgs";
+export { AUDIO_BITRATE, LivePipeline, type LivePipelineOptions, type RealtimeTap } from "./livePipeline";
+export { buildLiveArgs, OPUS_BITRATE, realtimeVideoFd, renditionFd } from "./liveArgs";
 export { endPlaylists, HlsFiles, variantDir, variantPlaylist, writeAtomically, type StoredSegment } from "./hlsFiles";
 export { buildMasterPlaylist, parseMediaPlaylist, withEndlist } from "./playlists";
 export { buildStillArgs, stillAt, THUMBNAIL_FILE, THUMBNAIL_SECONDS, THUMBNAIL_WIDTH } from "./thumbnails";
+export {
+  failuresAfter,
+  LISTENER_SCHEDULE,
+  PIPELINE_SCHEDULE,
+  REMOTE_SCHEDULE,
+  RestartLoop,
+  restartDelayMs,
+  type Failure,
+  type RestartKind,
+  type RestartMetrics,
+  type RestartSchedule,
+  type RestartStatus,
+  type RestartTimers,
+} from "./restarts";
+export { ffconcatQuote, INPUT_RULES, inputArgs, InputScripts, inputScript, type InputKind, type UntrustedInput } from "./untrustedInput";

@@ -14,10 +14,22 @@ export interface LiveArgsInput {
   cmaf?: boolean;
   /** Where the newest picture is kept as a JPEG (see thumbnails.ts); undefined: no thumbnail. */
   thumbnailFile?: string;
+  /**
+   * WebRTC playback: each rendition's video also as FLV on `realtimeVideoFd`, frame by
+   * frame as it is encoded, and the audio encoded once more, to Opus, sent as RTP to
+   * `audio.port` on loopback with `audio.ssrc` (when the source has audio). Undefined: HLS only.
+   */
+  realtime?: { audio: { port: number; ssrc: number } | undefined };
 }
 
 /** Rendition i's fragmented MP4 goes to this fd: 3, 4, … (0-2 are stdin, the progress lines, the log). */
 export const renditionFd = (r: Pick<Rendition, "index">) => 3 + r.index;
+
+/** Rendition i's video for WebRTC playback goes to this fd, after every rendition's fMP4 pipe. */
+export const realtimeVideoFd = (r: Pick<Rendition, "index">, renditions: number) => 3 + renditions + r.index;
+
+/** The Opus bit rate of WebRTC playback's audio: transparent for stereo speech and music. */
+export const OPUS_BITRATE = 96_000;
 
 /**
  * One ffmpeg for a live session: decode once, `split` into the ladder (or copy the source),
@@ -49,6 +61,9 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
   // restarted pipeline) left behind: overwritten, or ffmpeg would refuse to start.
   if (thumbnail) args.push("-y");
   if (thumbnail && encoded.length === 0) args.push("-skip_frame:v", "nokey");
+  // low_delay: the decoder threads by slices, not frames; frame threading holds a frame back per
+  // thread, a delay every viewer would see (WebRTC most: it sends frames as they are encoded).
+  if (encoded.length > 0) args.push("-flags:v", "low_delay");
   // A stalled local RTMP server must not leave the pipeline hanging forever (microseconds).
   args.push("-rw_timeout", "10000000", "-i", o.inputUrl);
 
@@ -93,16 +108,44 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
     } else {
       args.push("-map", "0:v:0", "-map", "0:a:0?", "-c", "copy");
     }
+    // empty_moov: the init segment first; default_base_moof: each fragment stands alone (a
+    // part a player can fetch by itself); frag_keyframe: every keyframe starts a fragment.
+    const movflags = `+frag_keyframe+empty_moov+default_base_moof+skip_trailer${o.cmaf === false ? "" : "+cmaf"}`;
+    if (o.realtime) {
+      args.push(...teeArgs(r, o.renditions.length, movflags, o.fragmentMicros));
+      continue;
+    }
     args.push(
       "-video_track_timescale", "90000",
       "-f", "mp4",
-      // empty_moov: the init segment first; default_base_moof: each fragment stands alone (a
-      // part a player can fetch by itself); frag_keyframe: every keyframe starts a fragment.
-      "-movflags", `+frag_keyframe+empty_moov+default_base_moof+skip_trailer${o.cmaf === false ? "" : "+cmaf"}`,
+      "-movflags", movflags,
       ...(o.fragmentMicros ? ["-frag_duration", String(o.fragmentMicros)] : []),
       `pipe:${renditionFd(r)}`,
     );
   }
+  if (o.realtime?.audio) {
+    // One Opus encode for every viewer, 20 ms packets, as WebRTC expects; RTP on loopback to a
+    // socket every session's pipeline shares, which tells them apart by SSRC.
+    args.push(
+      "-map", "0:a:0", "-c:a", "libopus", "-b:a", String(OPUS_BITRATE), "-ar", "48000", "-ac", "2", "-frame_duration", "20",
+      // ffmpeg takes the SSRC as a signed 32-bit option: the same bits on the wire.
+      "-ssrc", String(o.realtime.audio.ssrc | 0), "-f", "rtp", `rtp://127.0.0.1:${o.realtime.audio.port}?pkt_size=1200`,
+    );
+  }
   if (o.thumbnailFile !== undefined) args.push("-map", "[thumb]", ...thumbnailOutputArgs(o.thumbnailFile));
   return args;
+}
+
+/**
+ * A rendition written twice from one encode (or one copy) with ffmpeg's tee muxer: the fMP4
+ * the packager reads, byte for byte as without the tee, and its video alone as FLV, each frame
+ * flushed as it leaves the encoder (WebRTC playback sends frames, not parts). The tee has no
+ * global header of its own: asked for, so x264 keeps SPS and PPS out of band as mp4 wants (FLV
+ * carries them in its sequence header); a copied source has its own.
+ */
+function teeArgs(r: Rendition, renditions: number, movflags: string, fragmentMicros: number | undefined): string[] {
+  const mp4 = ["f=mp4", `movflags=${movflags}`, ...(fragmentMicros ? [`frag_duration=${fragmentMicros}`] : []), "video_track_timescale=90000"];
+  // onfail=ignore: should the FLV side fail (its reader gone), the fMP4 and HLS go on without it.
+  const flv = ["f=flv", "select=v", "flush_packets=1", "onfail=ignore"];
+  return [...(r.encode ? ["-flags", "+global_header"] : []), "-f", "tee", `[${mp4.join(":")}]pipe:${renditionFd(r)}|[${flv.join(":")}]pipe:${realtimeVideoFd(r, renditions)}`];
 }

@@ -24,6 +24,8 @@ export interface LivePipelineOptions {
   thumbnailFile?: string;
   /** The session's packager: this run's fragments continue its playlists. */
   packager: LivePackager;
+  /** WebRTC playback's tap on this run: each encoded rendition's FLV video, the Opus audio's port. */
+  realtime?: RealtimeTap;
   /** Every rendition has a complete segment from this run: once per run. */
   onPlayable(): void;
   /** ffmpeg's output clock advanced: media seconds written so far by this pipeline. */
@@ -35,6 +37,13 @@ export interface LivePipelineOptions {
   onFault(err: unknown): void;
   /** ffmpeg is gone and its last fragments are in the packager. Called once. */
   onEnded(end: ProcessEnd): void;
+}
+
+/** Where a run's frames for WebRTC playback go (src/realtime): FLV bytes by rendition index. */
+export interface RealtimeTap {
+  /** Where the Opus RTP goes (a loopback port) and the SSRC it is known by there; undefined: no audio. */
+  audio: { port: number; ssrc: number } | undefined;
+  video(rendition: number, chunk: Buffer): void;
 }
 
 /**
@@ -59,12 +68,13 @@ export class LivePipeline {
     this.run = run;
     this.process = spawnSupervised(this.o.registry, {
       command: this.o.ffmpegPath,
-      args: buildLiveArgs({ ...this.o, audioBitrate: AUDIO_BITRATE }),
+      args: buildLiveArgs({ ...this.o, audioBitrate: AUDIO_BITRATE, ...(this.o.realtime ? { realtime: { audio: this.o.realtime.audio } } : {}) }),
       // The input is the stream's internal name on the local RTMP server, never its key.
       log: this.o.log,
       name: "ffmpeg live",
       onStdoutLine: (line) => this.progressLine(line),
-      outputPipes: this.o.renditions.length,
+      // The fMP4 pipes, then (for WebRTC playback) one FLV pipe per rendition.
+      outputPipes: this.o.renditions.length * (this.o.realtime ? 2 : 1),
       ...(this.o.workDir ? { cwd: this.o.workDir } : {}),
       onOutput: (index, chunk) => this.output(run, index, chunk),
     });
@@ -73,6 +83,8 @@ export class LivePipeline {
 
   private output(run: PackagerRun, index: number, chunk: Buffer): void {
     if (this.faulted) return;
+    const renditions = this.o.renditions.length;
+    if (index >= renditions) return this.guard(() => this.o.realtime?.video(index - renditions, chunk));
     try {
       run.push(index, chunk);
     } catch (err) {

@@ -59,6 +59,8 @@ export interface Metrics extends HttpMetrics {
   publisherStalled(): void;
   /** A recording file reached the object store after `ms`. */
   recordingUpload(ms: number): void;
+  /** What the restart loops (src/media/restarts.ts) count: a retry scheduled, or given up. */
+  readonly restarts: { counted(kind: string, outcome: "retry" | "gave_up"): void };
 }
 
 /** Trailing windows of the per-session rates, in ms. */
@@ -103,6 +105,7 @@ export function createMetrics(sources: MetricSources): Metrics {
     publisherStalled: () => c.publishersStalled.inc(),
     recordingUpload: (ms) => c.recordingUploads.observe(ms / 1000),
     liveSessionStarted: (ids) => trackSession(ids, live, sources, now, c),
+    restarts: { counted: (kind, outcome) => c.restarts.inc({ kind, outcome }) },
   };
 }
 
@@ -263,7 +266,13 @@ function counters(registry: Registry) {
     registers: [registry],
   });
 
-  return { pipelineFailures, pipelineRestarts, webhookDeliveries, readersCut, publishersStalled, recordingUploads, httpRequests, httpDuration };
+  const restarts = new Counter({
+    name: "onair_restarts_total",
+    help: "Supervised processes (pull, srt_listener, multistream_push, pipeline) that ended on their own, by outcome: retry (started again after the back-off) or gave_up.",
+    labelNames: ["kind", "outcome"],
+    registers: [registry],
+  });
+  return { restarts, pipelineFailures, pipelineRestarts, webhookDeliveries, readersCut, publishersStalled, recordingUploads, httpRequests, httpDuration };
 }
 
 /** One live session tracked from its publish to its end. */

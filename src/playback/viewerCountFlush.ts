@@ -38,7 +38,7 @@ export function startViewerCountFlush(o: ViewerCountFlushOptions): ViewerCountFl
 
   const flush = async () => {
     const now = Date.now();
-    const counts = new Map([...o.counter.counts(now)].filter(([playbackId]) => o.keep?.(playbackId) ?? true));
+    const counts = new Map([...o.counter.countsByProtocol(now)].filter(([playbackId]) => o.keep?.(playbackId) ?? true));
     try {
       // Nothing counted now nor at the last write: nothing to say.
       if (counts.size > 0 || wroteSome) await o.store.viewerCounts.replaceForNode(o.nodeId, counts, now);

@@ -1,7 +1,8 @@
 // Concurrent viewers, counted at the server from HLS playlist requests: a viewer is a player
 // session (its viewer id) that asked for a playlist of a playback id within the window. Players
 // reload a live playlist every part or segment (a second or two), so 30 s of silence means the
-// player is gone.
+// player is gone. WebRTC (WHEP) playback tells its viewers every few seconds under ids that start
+// with WEBRTC_VIEWER_PREFIX, which is how they are counted apart from HLS's.
 //
 // Memory stays bounded whatever clients send: entries older than the window are dropped as
 // counting goes; each playback id tracks at most `maxPerPlayback` viewers and the whole counter
@@ -11,6 +12,28 @@
 export const DEFAULT_VIEWER_WINDOW_MS = 30_000;
 /** Longer viewer or playback ids are not tracked (ours are 16-36 characters). */
 export const MAX_ID_LENGTH = 128;
+
+/**
+ * A WebRTC viewer's id starts with this; HLS viewer ids (16 characters minted by the playback
+ * gate) are counted as HLS.
+ */
+export const WEBRTC_VIEWER_PREFIX = "webrtc-";
+
+/** A playback id's viewers now: all of them, and how many of those watch over WebRTC (the rest play HLS). */
+export interface ViewerCount {
+  viewers: number;
+  webrtc: number;
+}
+
+/** The viewers of one playback id. */
+interface Audience {
+  /** viewer id → when last seen, in order of last sighting (a sighting moves the viewer to the end), so the expired ones are always at its start. */
+  lastSeen: Map<string, number>;
+  /** How many of them are WebRTC viewers: kept as they come and go, so counting never walks the ids. */
+  webrtc: number;
+}
+
+const isWebrtc = (viewerId: string) => viewerId.startsWith(WEBRTC_VIEWER_PREFIX);
 
 export interface ViewerCounterOptions {
   /** A viewer counts while seen within this long, ms (VIEWER_WINDOW_SECONDS). */
@@ -25,11 +48,8 @@ export class ViewerCounter {
   readonly windowMs: number;
   private readonly maxPerPlayback: number;
   private readonly maxTotal: number;
-  /**
-   * playback id → viewer id → when last seen. Each inner map is in order of last sighting (a
-   * sighting moves the viewer to the end), so the expired ones are always at its start.
-   */
-  private readonly viewers = new Map<string, Map<string, number>>();
+  /** playback id → its viewers. */
+  private readonly viewers = new Map<string, Audience>();
   private total = 0;
   private lastFullExpiry = -Infinity;
 
@@ -43,31 +63,43 @@ export class ViewerCounter {
   seen(playbackId: string, viewerId: string, nowMs: number = Date.now()): void {
     if (playbackId === "" || viewerId === "" || playbackId.length > MAX_ID_LENGTH || viewerId.length > MAX_ID_LENGTH) return;
     let ofPlayback = this.viewers.get(playbackId);
-    const last = ofPlayback?.get(viewerId);
+    const last = ofPlayback?.lastSeen.get(viewerId);
     if (ofPlayback && last !== undefined) {
       // Moved to the end: the map stays in order of last sighting.
-      ofPlayback.delete(viewerId);
-      ofPlayback.set(viewerId, Math.max(last, nowMs));
+      ofPlayback.lastSeen.delete(viewerId);
+      ofPlayback.lastSeen.set(viewerId, Math.max(last, nowMs));
       return;
     }
     // A new viewer: room is made by forgetting the expired first; a full counter refuses it.
-    if (ofPlayback && ofPlayback.size >= this.maxPerPlayback) this.expire(playbackId, ofPlayback, nowMs);
+    if (ofPlayback && ofPlayback.lastSeen.size >= this.maxPerPlayback) this.expire(playbackId, ofPlayback, nowMs);
     // At most once a second: under a flood every new id would otherwise walk the whole counter.
     if (this.total >= this.maxTotal && nowMs - this.lastFullExpiry >= 1_000) this.expireAll(nowMs);
-    if ((ofPlayback && ofPlayback.size >= this.maxPerPlayback) || this.total >= this.maxTotal) return;
+    if ((ofPlayback && ofPlayback.lastSeen.size >= this.maxPerPlayback) || this.total >= this.maxTotal) return;
     if (!ofPlayback) {
-      ofPlayback = new Map();
+      ofPlayback = { lastSeen: new Map(), webrtc: 0 };
       this.viewers.set(playbackId, ofPlayback);
     }
-    ofPlayback.set(viewerId, nowMs);
+    ofPlayback.lastSeen.set(viewerId, nowMs);
+    if (isWebrtc(viewerId)) ofPlayback.webrtc++;
     this.total++;
+  }
+
+  /** Whether `viewerId` asked for a playlist of `playbackId` within the window: a player still watching. */
+  watching(playbackId: string, viewerId: string, nowMs: number = Date.now()): boolean {
+    const last = this.viewers.get(playbackId)?.lastSeen.get(viewerId);
+    return last !== undefined && last > nowMs - this.windowMs;
   }
 
   /** Viewers per playback id at `nowMs` (only ids with at least one); forgets the expired. */
   counts(nowMs: number = Date.now()): Map<string, number> {
+    return new Map([...this.countsByProtocol(nowMs)].map(([playbackId, c]) => [playbackId, c.viewers]));
+  }
+
+  /** Viewers per playback id at `nowMs` with how many watch over WebRTC (only ids with at least one viewer); forgets the expired. */
+  countsByProtocol(nowMs: number = Date.now()): Map<string, ViewerCount> {
     this.expireAll(nowMs);
-    const counts = new Map<string, number>();
-    for (const [playbackId, ofPlayback] of this.viewers) counts.set(playbackId, ofPlayback.size);
+    const counts = new Map<string, ViewerCount>();
+    for (const [playbackId, ofPlayback] of this.viewers) counts.set(playbackId, { viewers: ofPlayback.lastSeen.size, webrtc: ofPlayback.webrtc });
     return counts;
   }
 
@@ -81,13 +113,14 @@ export class ViewerCounter {
     for (const [playbackId, ofPlayback] of this.viewers) this.expire(playbackId, ofPlayback, nowMs);
   }
 
-  private expire(playbackId: string, ofPlayback: Map<string, number>, nowMs: number): void {
+  private expire(playbackId: string, ofPlayback: Audience, nowMs: number): void {
     const oldest = nowMs - this.windowMs;
-    for (const [viewerId, lastSeen] of ofPlayback) {
+    for (const [viewerId, lastSeen] of ofPlayback.lastSeen) {
       if (lastSeen > oldest) break;
-      ofPlayback.delete(viewerId);
+      ofPlayback.lastSeen.delete(viewerId);
+      if (isWebrtc(viewerId)) ofPlayback.webrtc--;
       this.total--;
     }
-    if (ofPlayback.size === 0) this.viewers.delete(playbackId);
+    if (ofPlayback.lastSeen.size === 0) this.viewers.delete(playbackId);
   }
 }

@@ -123,9 +123,11 @@ export class Recorder implements LiveSessionObserver {
     this.sessions.delete(info.sessionId);
     if (rec === null) return;
     if (!info.record) return;
+    // The node that took the lease (or the janitor) handed the recording over already.
+    if (info.leaseLost()) return void info.log.warn("recording left to the stream's new holder: this node lost its lease");
     if (!rec || rec.segmentCount === 0) {
       this.deps.store.sessions
-        .setRecordingStatus(info.sessionId, "failed", "no media was received, so nothing was recorded")
+        .settleRecording(info.sessionId, "failed", "no media was received, so nothing was recorded")
         .catch((err: unknown) => info.log.error({ err }, "could not mark the recording failed"));
       info.log.warn("recorded session ended without any media: no recording");
       return;
@@ -144,29 +146,40 @@ export class Recorder implements LiveSessionObserver {
    */
   async recoverAfterCrash(unfinalized: SessionRecord[]): Promise<void> {
     for (const s of unfinalized) {
-      if (s.record) await this.deps.store.transaction((tx) => this.handOff(tx, s.parentId, s.id));
+      if (!s.record) continue;
+      const kept = await this.kept(s.id);
+      await this.deps.store.transaction((tx) => this.handOff(tx, s.parentId, s.id, kept));
     }
+  }
+
+  /**
+   * Whether anything of the session's recording was kept. An object store that does not answer
+   * now must not hold up a takeover or a recovery: the recording goes to finalize, which looks
+   * again (and retries) before it decides.
+   */
+  async kept(sessionId: string): Promise<boolean> {
+    return this.deps.objects.exists(sessionId, path.join(this.deps.recordingsDir, sessionId)).catch(() => true);
   }
 
   /**
    * A recorded session that ended without this recorder seeing its end (a crash, a node that
    * died): what was captured goes to finalize; nothing captured is a failed recording.
    */
-  async handOff(tx: Tx, streamId: string, sessionId: string): Promise<void> {
-    // An object store that does not answer now must not hold up a takeover or a recovery: the
-    // recording goes to finalize, which looks again (and retries) before it decides.
-    const kept = await this.deps.objects.exists(sessionId, path.join(this.deps.recordingsDir, sessionId)).catch(() => true);
+  async handOff(tx: Tx, streamId: string, sessionId: string, kept: boolean): Promise<void> {
     if (kept) await this.markWaitingIn(tx, streamId, sessionId);
-    else await tx.sessions.setRecordingStatus(sessionId, "failed", "the server stopped before anything was recorded");
+    else await tx.sessions.settleRecording(sessionId, "failed", "the server stopped before anything was recorded");
   }
 
-  /** waiting + recording.waiting + the finalize job, in one transaction: none without the others. */
+  /**
+   * waiting + recording.waiting + the finalize job, in one transaction: none without the others,
+   * and once: a recording another node handed over already is left as it is.
+   */
   private async markWaiting(streamId: string, sessionId: string): Promise<void> {
     await this.deps.store.transaction((tx) => this.markWaitingIn(tx, streamId, sessionId));
   }
 
   private async markWaitingIn(tx: Tx, streamId: string, sessionId: string): Promise<void> {
-    await tx.sessions.setRecordingStatus(sessionId, "waiting");
+    if (!(await tx.sessions.settleRecording(sessionId, "waiting"))) return;
     await this.deps.events.raise("recording.waiting", streamId, { sessionId }, tx);
     await this.deps.enqueueFinalize(sessionId, tx.db);
   }

@@ -4,14 +4,15 @@ import type { LiveControl, StreamNotice } from "./control";
 import type { StreamKeyIndex } from "./streamKeys";
 import { endOrphanedSession, type OrphanDeps } from "./orphans";
 import type { IngestProtocol, LiveRates } from "../shapes";
-import type { SessionRecord, Sql, StreamRecord } from "../db";
+import { NodesRepository, type ControlState, type Lease, type SessionRecord, type Sql, type StreamRecord } from "../db";
 import { badName, rejected, type Admission, type IngestHandlers, type Refusal } from "../ingest";
 import { endPlaylists } from "../media";
 import { PipelineBreaker } from "./breaker";
 import { realClock, type Clock } from "./clock";
 import { defaultTranscodeBudget, ladderCost, refuseForCapacity } from "./capacity";
 import type { Health } from "./health";
-import { StreamRuntime, type EndReason, type StreamRuntimeDeps } from "./streamRuntime";
+import type { EndReason } from "./endReason";
+import { StreamRuntime, type StreamRuntimeDeps } from "./streamRuntime";
 
 export type SessionManagerDeps = Omit<StreamRuntimeDeps, "ffmpegPath" | "streamTakenOver"> & {
   ffmpegPath: string | undefined;
@@ -29,6 +30,16 @@ export type SessionManagerDeps = Omit<StreamRuntimeDeps, "ffmpegPath" | "streamT
   leaseMs: number;
   /** Ends sessions left open by a node that is gone (a takeover). */
   orphans: OrphanDeps;
+  /**
+   * A publish of a stream another node holds (live there, or waiting there for this encoder's
+   * reconnect) is relayed to that node, which continues its session; absent: refused.
+   */
+  relay?: {
+    start(publisherId: string, stream: StreamRecord, holder: string): Promise<Refusal | undefined>;
+    /** The publisher left: whether it was relayed. */
+    stop(publisherId: string): boolean;
+    stopAll(): void;
+  };
 };
 
 /**
@@ -84,12 +95,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
     // A stream with an open session (live, or waiting in its reconnect window) keeps its
     // place: a reconnect or a new publisher replacing the old one is not counted again.
     if (this.byStream.has(stream.id) || this.isOpening(stream.id)) return { stream };
-    // Open sessions and publishes admitted but not started yet, this one's own place aside.
-    // One place per stream, however many publishes hold it (a WHIP publish and its bridge's).
-    const held = new Map<string, StreamRecord>();
-    for (const s of [...[...this.byStream.values()].map((r) => r.stream), ...this.opening.values()]) held.set(s.id, s);
-    for (const [id, s] of this.pending) if (id !== publisherId && s.id !== stream.id) held.set(s.id, s);
-    const holding = [...held.values()];
+    const holding = this.holding(publisherId, stream.id);
     const max = this.deps.maxLiveStreamsPerUser;
     if (max !== undefined) {
       const live = new Set(holding.filter((s) => s.userId === stream.userId).map((s) => s.id)).size;
@@ -102,9 +108,26 @@ export class SessionManager implements IngestHandlers, LiveControl {
   }
 
   /**
+   * Open sessions and publishes admitted but not started yet, one place per stream however many
+   * publishes hold it (a WHIP publish and its bridge's); a publish's own place aside.
+   */
+  private holding(exceptPublisher?: string, exceptStream?: string): StreamRecord[] {
+    const held = new Map<string, StreamRecord>();
+    for (const s of [...[...this.byStream.values()].map((r) => r.stream), ...this.opening.values()]) held.set(s.id, s);
+    for (const [id, s] of this.pending) if (id !== exceptPublisher && s.id !== exceptStream) held.set(s.id, s);
+    return [...held.values()];
+  }
+
+  /** The streams of `userId` holding a live place here, as MAX_LIVE_STREAMS_PER_USER counts them (the pull ingest counts its pulls with them). */
+  liveStreamsOf(userId: string): Set<string> {
+    return new Set(this.holding().filter((s) => s.userId === userId).map((s) => s.id));
+  }
+
+  /**
    * Whether a publish of this key would be taken now, for protocols that answer over HTTP
    * (WHIP): the same decision as an RTMP publish's, as a status. A stream live on this node
-   * is taken over by the new publisher, as with RTMP; one live on another node is a 409.
+   * is taken over by the new publisher, as with RTMP; one held by another node is relayed there
+   * (its bridge's publish is, as an RTMP publish would be), or a 409 without relays.
    */
   async checkPublish(streamKey: string, holder: string): Promise<{ stream: StreamRecord } | { status: 401 | 403 | 409 | 503; reason: string }> {
     const indexed = this.deps.keys.lookup(streamKey);
@@ -114,7 +137,8 @@ export class SessionManager implements IngestHandlers, LiveControl {
     if ("refusal" in decision) return { status: 503, reason: decision.refusal.reason };
     // Its place is held while the lease is looked at, and from the answer to its bridge's publish.
     this.pending.set(holder, decision.stream);
-    const leaseHolder = this.byStream.has(indexed.id) ? undefined : await this.deps.store.nodes.holder(indexed.id, this.clock.now()).catch((err: unknown) => {
+    if (this.deps.relay) return decision;
+    const leaseHolder = this.byStream.has(indexed.id) ? undefined : await this.deps.store.nodes.holder(indexed.id).catch((err: unknown) => {
       this.pending.delete(holder);
       throw err;
     });
@@ -172,33 +196,60 @@ export class SessionManager implements IngestHandlers, LiveControl {
    * a change of its settings) and the session row written. The stream's place is held meanwhile.
    */
   private async begin(indexed: StreamRecord, publisherId: string, protocol: IngestProtocol): Promise<Refusal | undefined> {
+    const refusal = await this.open(indexed, publisherId, protocol);
+    // Refused: its departure, if it left meanwhile, concerns nothing any more.
+    if (refusal) this.departed.delete(publisherId);
+    return refusal;
+  }
+
+  /** begin's work: the lease, the sessions a lost node left, the runtime. */
+  private async open(indexed: StreamRecord, publisherId: string, protocol: IngestProtocol): Promise<Refusal | undefined> {
     const streamId = indexed.id;
     this.opening.set(publisherId, indexed);
     let runtime: StreamRuntime;
+    let lease: Lease | undefined;
     try {
       const { store, nodeId } = this.deps;
+      // The control count as the publish arrived: a terminate stored from now on ends this session.
+      const controlSeq = (await store.nodes.controlStates([streamId]))[0]?.controlSeq ?? 0;
       const stream = await store.streams.get(streamId);
       if (!stream || stream.suspended) return stream ? badName(`stream ${stream.id} is suspended`) : badName("unknown stream key");
-      // One node runs a stream at a time: its lease, taken here, renewed by the heartbeat.
+      // One node runs a stream at a time: its lease, taken here with a new epoch, renewed by the
+      // heartbeat. The user's live streams on every node count against their cap.
       await this.released.get(streamId);
-      const now = this.clock.now();
-      const claim = await store.nodes.claimStream(streamId, nodeId, now, now + this.deps.leaseMs);
-      if (!claim.taken) return rejected(`stream ${streamId} is live on another node (${claim.holder}): reconnect in a moment`);
+      const max = this.deps.maxLiveStreamsPerUser;
+      const claim = await store.nodes.claimStream(streamId, nodeId, this.deps.leaseMs, max === undefined ? undefined : { userId: stream.userId, max });
+      if (!claim.taken) {
+        if ("liveStreams" in claim) return rejected(`user ${stream.userId} already has ${claim.liveStreams} live streams, the limit (MAX_LIVE_STREAMS_PER_USER=${max})`);
+        if (!this.deps.relay) return rejected(`stream ${streamId} is live on another node (${claim.holder}): reconnect in a moment`);
+        const refusal = await this.deps.relay.start(publisherId, stream, claim.holder);
+        // It left while the relay was being set up.
+        if (!refusal && this.departed.delete(publisherId)) this.deps.relay.stop(publisherId);
+        return refusal;
+      }
+      lease = claim.lease;
+      // Suspended or deleted since it was read: as the take saw it, nothing opens.
+      if (claim.suspended || claim.deleted) {
+        await store.nodes.releaseStream(claim.lease);
+        return badName(claim.deleted ? "unknown stream key" : `stream ${stream.id} is suspended`);
+      }
       // The lease was free or ran out: a session still open elsewhere belongs to a node that
       // is gone. It ends now (once, whichever node gets there first), before this one opens.
       for (const s of await store.sessions.listOpenForParent(streamId)) {
-        await endOrphanedSession(this.deps.orphans, s, `node ${s.nodeId ?? "unknown"} stopped answering: the stream was taken over by node ${nodeId}`);
+        await endOrphanedSession(this.deps.orphans, s, `node ${s.nodeId ?? "unknown"} stopped answering: the stream was taken over by node ${nodeId}`, { takenBy: nodeId });
       }
       runtime = await StreamRuntime.open(
         stream,
         publisherId,
         { ...this.deps, ffmpegPath: this.deps.ffmpegPath!, streamTakenOver: (id) => this.byStream.has(id) },
         (s) => this.forget(s),
-        protocol,
+        { protocol, lease: claim.lease, controlSeq },
       );
     } catch (err) {
-      // The session row could not be written (a full disk): refuse rather than crash.
+      // The session row could not be written (a full disk): refuse rather than crash, and give
+      // the stream back (a lease held with no session would count against the user's cap).
       this.deps.log.error({ err, streamId, publisherId }, "could not start a live session: publish refused");
+      if (lease) await this.deps.store.nodes.releaseStream(lease).catch(() => undefined);
       return rejected("storage unavailable: the session could not be recorded");
     } finally {
       this.opening.delete(publisherId);
@@ -208,6 +259,9 @@ export class SessionManager implements IngestHandlers, LiveControl {
     runtime.start();
     // The publisher left while its session was being opened: the session hears it now.
     if (this.departed.delete(publisherId)) runtime.detach(publisherId);
+    // A suspend, delete or terminate stored while this session was being opened found no session
+    // to end: it is read now rather than at the next poll.
+    void this.reconcile([streamId]);
     return undefined;
   }
 
@@ -223,12 +277,15 @@ export class SessionManager implements IngestHandlers, LiveControl {
     this.pending.delete(publisherId);
     if (this.opening.has(publisherId)) this.departed.add(publisherId);
     for (const [streamId, waiting] of this.successors) if (waiting === publisherId) this.successors.delete(streamId);
+    if (this.deps.relay?.stop(publisherId)) return;
     const runtime = this.byPublisher.get(publisherId);
     this.byPublisher.delete(publisherId);
     runtime?.detach(publisherId, refusal);
   }
 
   async announce(q: Sql, notice: StreamNotice): Promise<void> {
+    // Stored with the change: NOTIFY only wakes the nodes, the poll converges on this.
+    await new NodesRepository(q).recordControl(notice.streamId, notice.change === "terminated");
     await this.deps.broadcast?.(q, notice);
     q.afterCommit(() => void this.heard(notice));
   }
@@ -240,8 +297,9 @@ export class SessionManager implements IngestHandlers, LiveControl {
     } catch (err) {
       this.deps.log.warn({ err, streamId: notice.streamId }, "could not refresh a stream's key; the next reload will");
     }
-    if (notice.change === "changed") this.streamChanged(notice.streamId);
-    else this.interrupt(notice.streamId, notice.change);
+    // The notice only wakes this node: what to do is read from the stored state, so a late or
+    // repeated notice acts as the stored change says (a terminate never ends a later session).
+    await this.reconcile([notice.streamId]);
   }
 
   /** The stream's settings changed: observers of a live session may need to act. */
@@ -253,6 +311,62 @@ export class SessionManager implements IngestHandlers, LiveControl {
   /** Suspend and delete end the live session at once (docs/api.md#spec-41-streams, docs/architecture.md#session-lifecycle), its window too. */
   interrupt(streamId: string, reason: "suspended" | "deleted" | "terminated"): void {
     void this.byStream.get(streamId)?.stop(reason);
+  }
+
+  /**
+   * Converges the open sessions here (or those of `ids`) on the stored control state: deleted
+   * or suspended streams end, a terminate stored after a session opened ends it, changed
+   * settings are applied once, and a session whose lease another node took stops without
+   * writing anything (that node, or the janitor, ended it). Run by the control poll, after a
+   * session opens, and for what a heartbeat found.
+   */
+  async reconcile(ids?: string[]): Promise<void> {
+    const runtimes = new Map((ids ?? [...this.byStream.keys()]).flatMap((id) => {
+      const r = this.byStream.get(id);
+      return r && !r.isEnding ? [[id, r] as const] : [];
+    }));
+    if (runtimes.size === 0) return;
+    let states: ControlState[];
+    try {
+      states = await this.deps.store.nodes.controlStates([...runtimes.keys()]);
+    } catch (err) {
+      this.deps.log.warn({ err }, "control poll: could not read the live streams' state; will retry");
+      return;
+    }
+    const byId = new Map(states.map((s) => [s.streamId, s]));
+    for (const [streamId, runtime] of runtimes) {
+      if (this.byStream.get(streamId) !== runtime || runtime.isEnding) continue;
+      const s = byId.get(streamId);
+      if (!s || s.liveNode !== runtime.lease.nodeId || s.epoch !== runtime.lease.epoch) runtime.abandon(`another node holds the stream now (${s?.liveNode ?? "none"}, epoch ${s?.epoch ?? "?"})`);
+      else if (s.deleted) this.interrupt(streamId, "deleted");
+      else if (s.suspended) this.interrupt(streamId, "suspended");
+      else if (s.terminateSeq > runtime.controlSeq) this.interrupt(streamId, "terminated");
+      else if (s.controlSeq > runtime.appliedControlSeq) {
+        runtime.appliedControlSeq = s.controlSeq;
+        this.streamChanged(streamId);
+      }
+    }
+  }
+
+  /**
+   * A heartbeat's answer: the leases this node still holds. A session whose lease is not among
+   * them was taken while this node was away (a pause, a cut from the database) and stops here
+   * without writing; it is looked at once more first, as a session opened during the
+   * heartbeat is not in its answer. A lease held with no session is given back.
+   */
+  async leasesHeld(held: Lease[]): Promise<void> {
+    for (const l of held) {
+      if (this.byStream.has(l.streamId) || this.isOpening(l.streamId) || this.released.has(l.streamId)) continue;
+      // Held with no session here (an open that failed half-way): given back, so the stream is free.
+      await this.deps.store.nodes.releaseStream(l).catch(() => undefined);
+    }
+    const current = new Set(held.map((l) => `${l.streamId} ${l.epoch}`));
+    for (const runtime of this.runtimes()) {
+      const { lease } = runtime;
+      if (runtime.isEnding || current.has(`${lease.streamId} ${lease.epoch}`)) continue;
+      const still = await this.deps.store.nodes.holds(lease).catch(() => true);
+      if (!still) runtime.abandon(`its lease (epoch ${lease.epoch}) was taken while this node was away`);
+    }
   }
 
   /** Live rates by parent stream id, or by session (= child stream) id. */
@@ -292,24 +406,24 @@ export class SessionManager implements IngestHandlers, LiveControl {
     // nodes: those of this node's id (a restart with the same NODE_ID) and of no node (a run
     // from before nodes); other nodes' are the janitor's, once their leases run out.
     const open = (await store.sessions.listOpen()).filter((s) => onlyNode || s.nodeId === null || s.nodeId === nodeId);
+    // Leases first: the previous run's are this run's to give up, and ending its sessions below
+    // must not find them still held.
+    if (onlyNode) await store.nodes.releaseAll();
+    else await store.nodes.leave(nodeId);
     for (const s of open) {
       const parent = await store.streams.get(s.parentId);
       await endOrphanedSession(this.deps.orphans, s, "server stopped: the previous run ended without closing it");
       if (parent?.playbackId) endPlaylists(path.join(this.deps.hlsDir, parent.playbackId));
       log.warn({ streamId: s.parentId, sessionId: s.id }, "closed a session left open by a previous run");
     }
-    if (onlyNode) {
-      for (const s of await store.streams.listActive()) await store.streams.setActive([s.id], false);
-      await store.db.run("UPDATE streams SET live_node = NULL, live_until = NULL WHERE live_node IS NOT NULL");
-    } else {
-      await store.nodes.leave(nodeId);
-    }
+    if (onlyNode) for (const s of await store.streams.listActive()) await store.streams.setActive([s.id], false);
     return open;
   }
 
   /** Ends every live session (publishers disconnected, playlists ended, stream.idle raised). */
   async shutdown(): Promise<void> {
     this.shuttingDown = true;
+    this.deps.relay?.stopAll();
     await this.endAll("shutdown");
   }
 
@@ -329,8 +443,10 @@ export class SessionManager implements IngestHandlers, LiveControl {
 
   private forget(s: StreamRuntime): void {
     const streamId = s.stream.id;
-    const release = this.deps.store.nodes
-      .releaseStream(streamId, this.deps.nodeId)
+    // Once its end is written: until then the end's retries need the lease, and the stream's
+    // next session (here or elsewhere) waits, so that it never has two open sessions.
+    const release = s.endWritten
+      .then(() => this.deps.store.nodes.releaseStream(s.lease))
       .catch((err: unknown) => this.deps.log.warn({ err, streamId }, "could not give the stream's lease back; it runs out by itself"))
       .finally(() => {
         if (this.released.get(streamId) === release) this.released.delete(streamId);

@@ -1,14 +1,28 @@
 import fs from "node:fs";
 import path from "node:path";
-import type { SessionRecord, Store, StreamRecord } from "../db";
+import { LeaseLost, type Lease, type SessionRecord, type Store, type StreamRecord, type Tx } from "../db";
 import type { EventSink } from "../events";
-import { badName, rejected, type PublisherStats, type Refusal } from "../ingest";
+import { rejected, type PublisherStats, type Refusal } from "../ingest";
 import type { Logger } from "../log";
 import { PART_SECONDS, type HlsSegment, type LiveHls } from "../hls";
-import { endPlaylists, LivePipeline, renditionLadder, THUMBNAIL_FILE, type LivePipelineOptions, type ProcessEnd, type ProcessRegistry, type StoredSegment } from "../media";
+import type { LiveFeed, RealtimeFeeds } from "../realtime";
+import {
+  endPlaylists,
+  LivePipeline,
+  PIPELINE_SCHEDULE,
+  renditionLadder,
+  RestartLoop,
+  restartDelayMs as restartDelay,
+  THUMBNAIL_FILE,
+  type LivePipelineOptions,
+  type ProcessEnd,
+  type ProcessRegistry,
+  type StoredSegment,
+} from "../media";
 import type { IngestProtocol, LiveRates, Rendition } from "../shapes";
 import type { LiveSessionMetrics, Metrics } from "../metrics";
 import { realClock, type Clock, type ClockTimer } from "./clock";
+import { describeEnd, describeExit, FAILED_ENDS, refusalFor, type EndReason } from "./endReason";
 import type { Health } from "./health";
 import { LiveMeters, SLOW_LIMIT, SLOW_WINDOW_MS } from "./liveMeters";
 import type { LiveSessionInfo, LiveSessionObserver } from "./observer";
@@ -33,11 +47,13 @@ export interface StreamRuntimeDeps {
   ffmpegCmaf?: boolean;
   /** Where live sessions' packagers are found by the HLS routes. */
   liveHls: LiveHls;
+  /** Where live sessions' frames are found by WebRTC playback; none: HLS only. */
+  realtime?: RealtimeFeeds;
   /** Disconnects a publisher, telling it why when there is a refusal. */
   disconnectPublisher(publisherId: string, refusal?: Refusal): void;
   observers: LiveSessionObserver[];
   /** Live sessions, transcode speed, ingest bitrate, pipeline failures (GET /metrics). */
-  metrics?: Pick<Metrics, "liveSessionStarted">;
+  metrics?: Pick<Metrics, "liveSessionStarted" | "restarts">;
   /** Why media cannot be written now (full or unwritable disk); nothing when it can. */
   storageProblem: () => string | undefined;
   /** Another session of the stream is live now (a retried end must leave its isActive alone). */
@@ -55,61 +71,21 @@ export interface StreamRuntimeDeps {
 /** What a session needs of one pipeline run. */
 export type LivePipelineRun = Pick<LivePipeline, "start" | "stop">;
 
-export type EndReason =
-  | "publisher left"
-  | "suspended"
-  | "deleted"
-  | "terminated"
-  | "pipeline failed"
-  | "pipeline too slow"
-  | "storage unavailable"
-  | "media refused"
-  | "internal error"
-  | "shutdown";
-
-/** Ends an operator has to look into (logged as errors). */
-const FAILED_ENDS: EndReason[] = ["pipeline failed", "pipeline too slow", "storage unavailable", "internal error"];
-
-/** An end reason with what an operator needs to act on it (kept as the session's endReason). */
-export function describeEnd(reason: EndReason, detail?: string): string {
-  return detail ? `${reason}: ${detail}` : reason;
-}
-
-/** What a publisher disconnected by the session's end is told. */
-function refusalFor(reason: EndReason, detail: string | undefined, streamId: string): Refusal | undefined {
-  if (reason === "suspended") return badName(`stream ${streamId} is suspended`);
-  if (reason === "deleted") return badName(`stream ${streamId} was deleted`);
-  if (reason === "publisher left" || reason === "media refused") return undefined;
-  // What went wrong inside the server (paths, SQL) stays in endReason and the log.
-  if (reason === "internal error" || reason === "storage unavailable") return rejected(`${reason} on the server: reconnect later`);
-  return rejected(describeEnd(reason, detail));
-}
-
-/** ffmpeg's exit, for an end reason: no stderr, which would carry the source url and its key. */
-function describeExit(end: ProcessEnd, restarts: number): string {
-  const how =
-    end.code === 0
-      ? "ffmpeg's input ended under a live publisher (it fell too far behind and was cut off)"
-      : end.code !== null
-        ? `ffmpeg exited with code ${end.code}`
-        : `ffmpeg was killed by ${end.signal}`;
-  return restarts > 0 ? `${how} after ${restarts} restart${restarts === 1 ? "" : "s"}` : how;
-}
-
 /** How long ffmpeg gets to see end-of-stream and finish its segments before it is stopped. */
 const PUBLISHER_GONE_GRACE_MS = 1200;
 
 /** How often a session end that could not be written (disk full) is tried again. */
 const END_RETRY_MS = 2000;
 
-/** A pipeline that dies under a live publisher is restarted this many times, then the session ends. */
-export const MAX_PIPELINE_RESTARTS = 3;
+/**
+ * A pipeline that dies under a live publisher is restarted this many times, 0.5, 1 and 2 s
+ * after (short: viewers are waiting), then the session ends. A run that played for a minute
+ * wipes the count: occasional crashes over hours are not a crash loop.
+ */
+export const MAX_PIPELINE_RESTARTS = PIPELINE_SCHEDULE.maxFailures!;
 
-/** A run that played this long wipes its session's failure count: occasional crashes over hours are not a crash loop. */
-const FAILURES_FORGIVEN_AFTER_MS = 60_000;
-
-/** Wait before restart n (0-based): 0.5 s, 1 s, 2 s. Short: viewers are waiting. */
-export const restartDelayMs = (n: number) => 500 * 2 ** n;
+/** Wait before restart n (0-based). */
+export const restartDelayMs = (n: number) => restartDelay(n + 1, PIPELINE_SCHEDULE);
 
 
 /**
@@ -123,6 +99,14 @@ export const restartDelayMs = (n: number) => 500 * 2 ** n;
 export class StreamRuntime {
   readonly session: SessionRecord;
   readonly info: LiveSessionInfo;
+  /** This node's hold on the stream: every write about the session is conditional on it. */
+  readonly lease: Lease;
+  /** The stream's control count when the session opened: a terminate stored after it ends it. */
+  readonly controlSeq: number;
+  /** The last control count whose changed settings this session has applied. */
+  appliedControlSeq: number;
+  /** Another node took the lease: this session writes and raises nothing more. */
+  private leaseLost = false;
   private readonly log: Logger;
   private readonly metrics: LiveSessionMetrics | undefined;
   /** The publisher feeding it now; undefined while it waits for one. */
@@ -132,19 +116,20 @@ export class StreamRuntime {
   private draining: LivePipelineRun | undefined;
   /** Pipelines started: each later one continues the playlists after a discontinuity. */
   private runs = 0;
-  /** Restarts after a failure under the current publisher. */
-  private failures = 0;
+  /** Restarts after a failure under the current publisher: back-off, a bound, one log line each. */
+  private readonly restarts: RestartLoop;
   /** When the current run became playable (a long healthy run forgives earlier failures). */
   private runPlayableAt: number | undefined;
   /** Some run made the playlists playable: later runs continue them. */
   private hasMedia = false;
   /** The session's HLS: every run's fragments continue the same playlists. */
   private readonly hls: SessionHls;
+  /** The session's frames for WebRTC playback (src/realtime), when it is on. */
+  private readonly feed: LiveFeed | undefined;
   /** isActive is true and stream.started raised: a stream.idle is owed. */
   private active = false;
   private ending: { reason: EndReason; detail?: string } | undefined;
   private finished = false;
-  private restartTimer: ClockTimer | undefined;
   private windowTimer: ClockTimer | undefined;
   private watchdog: ClockTimer | undefined;
   /** When the reconnect window runs out (ms), while the session waits for its publisher. */
@@ -155,17 +140,30 @@ export class StreamRuntime {
   private markClosed!: () => void;
   /** Resolves when the session has ended and its state and events are written. */
   readonly closed = new Promise<void>((resolve) => (this.markClosed = resolve));
+  private markEndWritten!: () => void;
+  /**
+   * Resolves once the end is in the database (after retries if the disk was full), or nothing
+   * is left to write (the lease was lost, the store closed): the lease is given back then.
+   */
+  readonly endWritten = new Promise<void>((resolve) => (this.markEndWritten = resolve));
 
-  /** Opens the stream's next session (its row written first) for `publisherId`. */
+  /**
+   * Opens the stream's next session (its row written first, under the lease) for `publisherId`.
+   * `lease` and `controlSeq`: what taking the stream's lease returned.
+   */
   static async open(
     stream: StreamRecord,
     publisherId: string,
     deps: StreamRuntimeDeps,
     onClosed: (s: StreamRuntime) => void,
-    protocol: IngestProtocol = "rtmp",
+    opened: { lease: Lease; controlSeq: number; protocol?: IngestProtocol },
   ): Promise<StreamRuntime> {
-    const session = await deps.store.sessions.start(stream, (deps.clock ?? realClock).now(), deps.nodeId, protocol);
-    return new StreamRuntime(stream, session, publisherId, deps, onClosed);
+    const at = (deps.clock ?? realClock).now();
+    const session = await deps.store.transaction(async (tx) => {
+      if (!(await tx.nodes.confirm(opened.lease))) throw new LeaseLost(opened.lease);
+      return tx.sessions.start(stream, at, deps.nodeId, opened.protocol ?? "rtmp");
+    });
+    return new StreamRuntime(stream, session, publisherId, deps, onClosed, opened);
   }
 
   private constructor(
@@ -174,8 +172,11 @@ export class StreamRuntime {
     publisherId: string,
     private readonly deps: StreamRuntimeDeps,
     private readonly onClosed: (s: StreamRuntime) => void,
+    opened: { lease: Lease; controlSeq: number },
   ) {
     this.session = session;
+    this.lease = opened.lease;
+    this.controlSeq = this.appliedControlSeq = opened.controlSeq;
     this.clock = deps.clock ?? realClock;
     this.publisherId = publisherId;
     this.log = deps.log.child({ streamId: stream.id, sessionId: this.session.id });
@@ -190,8 +191,18 @@ export class StreamRuntime {
       sourceUrl: deps.rtmpInputUrl(stream.id),
       record: session.record,
       log: this.log,
+      leaseLost: () => this.leaseLost,
     };
     this.meters = new LiveMeters(deps.segmentSeconds);
+    const clock = this.clock;
+    this.restarts = new RestartLoop({
+      kind: "pipeline",
+      what: "pipeline",
+      schedule: PIPELINE_SCHEDULE,
+      log: this.log,
+      metrics: deps.metrics?.restarts,
+      timers: { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimeout(fn, ms), clearTimeout: (t) => clock.clearTimeout(t as ClockTimer) },
+    });
     this.hls = new SessionHls({
       info: this.info,
       sessionId: this.session.id,
@@ -206,6 +217,7 @@ export class StreamRuntime {
       onStored: (r, segment, stored, run) => this.segmentStored(r, segment, stored, run),
       onWriteFailed: (err) => this.fault(err),
     });
+    this.feed = deps.realtime?.open(this.info.playbackId, this.info.renditions);
     this.newPublisher(publisherId);
   }
 
@@ -252,7 +264,7 @@ export class StreamRuntime {
     const previous = this.publisherId;
     if (previous !== undefined && previous !== publisherId) this.deps.disconnectPublisher(previous, rejected("replaced by a newer publisher of this stream"));
     this.newPublisher(publisherId);
-    this.failures = 0;
+    this.restarts.recovered();
     this.log.info({ publisherId, afterWindow: waited }, "a publisher is back: the session continues");
     this.cancelRestart();
     // The previous run (or one still draining from an earlier attach) finishes what it had
@@ -278,8 +290,7 @@ export class StreamRuntime {
     this.publisherId = undefined;
     if (refusal) return void this.stop("media refused", refusal);
     // A restart that was waiting has no publisher to serve now.
-    this.clock.clearTimeout(this.restartTimer);
-    this.restartTimer = undefined;
+    this.restarts.cancel();
     // ffmpeg gets end-of-stream and finishes its segments; make sure it does, promptly.
     const p = this.pipeline;
     if (p) this.clock.setTimeout(() => void p.stop(1000), PUBLISHER_GONE_GRACE_MS).unref();
@@ -318,7 +329,7 @@ export class StreamRuntime {
   async stop(reason: EndReason, detail?: string): Promise<void> {
     if (!this.ending) this.ending = { reason, detail };
     // Suspended or deleted: not one more playlist or part from memory while the run stops.
-    if (reason === "suspended" || reason === "deleted") this.hls.unpublish();
+    if (reason === "suspended" || reason === "deleted") this.unpublish();
     this.clock.clearTimeout(this.windowTimer);
     this.windowTimer = undefined;
     const publisherId = this.publisherId;
@@ -330,6 +341,26 @@ export class StreamRuntime {
     if (this.pipeline) await this.pipeline.stop(2000);
     else this.finish();
     await this.closed;
+  }
+
+  /**
+   * Another node took the stream's lease (this one was away longer than a lease: a pause, a cut
+   * from the database): whoever took it ended this session or continues the stream. Here it only
+   * stops: the publisher is let go, the pipeline stopped, the live HLS unpublished; no state
+   * is written and no event raised, now or at its end.
+   */
+  abandon(why: string): void {
+    if (this.leaseLost) return;
+    this.leaseLost = true;
+    this.log.warn({ why, epoch: this.lease.epoch }, "this node lost the stream's lease: the session stops here without writing (its new holder, or the janitor, ended it)");
+    this.unpublish();
+    void this.stop("lease lost", why);
+  }
+
+  /** Players find the session no more: its HLS and its WebRTC viewers (told it ended). */
+  private unpublish(): void {
+    this.hls.unpublish();
+    if (this.feed) this.deps.realtime!.remove(this.info.playbackId, this.feed);
   }
 
   /** Bytes per second in from the publisher and out of the pipeline, over the last 10 s. */
@@ -382,6 +413,8 @@ export class StreamRuntime {
       ...(this.deps.lowLatency ? { fragmentMicros: PART_SECONDS * 1e6 } : {}),
       cmaf: this.deps.ffmpegCmaf !== false,
       packager: this.hls.packager,
+      // The source's audio is known by now (the ingest admits a publish once it is).
+      ...(this.feed ? { realtime: this.feed.startRun(!!this.publisherId && this.deps.publisherStats(this.publisherId)?.hasAudio === true) } : {}),
       workDir: this.info.hlsDir,
       // Beside the playlists: served at /hls/<playbackId>/thumbnail.jpg, left there when the session ends.
       thumbnailFile: path.join(this.info.hlsDir, THUMBNAIL_FILE),
@@ -410,8 +443,7 @@ export class StreamRuntime {
 
   /** A restart was waiting: it will not happen. */
   private cancelRestart(): void {
-    this.clock.clearTimeout(this.restartTimer);
-    this.restartTimer = undefined;
+    this.restarts.cancel();
     if (this.ending && !this.pipeline) this.finish();
   }
 
@@ -429,19 +461,17 @@ export class StreamRuntime {
     // Under its publisher a run never ends by itself: a clean exit means its input was cut
     // (it fell too far behind: see the ingest's reader cap). Both count as failures, so a
     // pipeline that cannot keep up ends instead of looping. A long healthy run earns a clean slate.
-    if (this.runPlayableAt !== undefined && this.clock.now() - this.runPlayableAt > FAILURES_FORGIVEN_AFTER_MS) this.failures = 0;
     // A full or unwritable disk, or this stream's folder alone, fails every restart too: end now, and say so.
     const storage = this.storageProblem();
     if (storage) return void this.stop("storage unavailable", storage);
-    if (this.failures >= MAX_PIPELINE_RESTARTS) return void this.stop("pipeline failed", describeExit(end, this.failures));
-    const delay = restartDelayMs(this.failures);
-    this.log.warn({ attempt: this.failures + 1, of: MAX_PIPELINE_RESTARTS, inMs: delay, code: end.code, signal: end.signal }, "pipeline died under a live publisher: restarting it");
+    const playedForMs = this.runPlayableAt === undefined ? undefined : this.clock.now() - this.runPlayableAt;
+    this.runPlayableAt = undefined;
+    const restarted = this.restarts.failed("died under a live publisher", () => this.startRun(), {
+      ranForMs: playedForMs,
+      fields: { code: end.code, signal: end.signal, of: MAX_PIPELINE_RESTARTS },
+    });
+    if (restarted === undefined) return void this.stop("pipeline failed", describeExit(end, MAX_PIPELINE_RESTARTS));
     this.metrics?.pipelineRestarted();
-    this.failures++;
-    this.restartTimer = this.clock.setTimeout(() => {
-      this.restartTimer = undefined;
-      this.startRun();
-    }, delay);
   }
 
   private playable(p: LivePipelineRun): void {
@@ -459,11 +489,11 @@ export class StreamRuntime {
   private async goLive(p: LivePipelineRun): Promise<void> {
     // A restart under a live publisher: the stream never stopped being live.
     if (this.active || p !== this.pipeline || this.ending || this.publisherId === undefined) return;
-    const { store, events } = this.deps;
+    const { events } = this.deps;
     // isActive and stream.started together or not at all: a session that cannot record going
     // live (disk full) ends instead, and owes no stream.idle.
     const recorded = await this.write("going live", () =>
-      store.transaction(async (tx) => {
+      this.fenced(async (tx) => {
         await tx.streams.setActive([this.stream.id, this.session.id], true);
         await events.raise("stream.started", this.stream.id, { sessionId: this.session.id }, tx);
       }),
@@ -492,9 +522,9 @@ export class StreamRuntime {
   }
 
   private async recordIdle(): Promise<void> {
-    const { store, events } = this.deps;
+    const { events } = this.deps;
     const recorded = await this.write("going idle", () =>
-      store.transaction(async (tx) => {
+      this.fenced(async (tx) => {
         await tx.streams.setActive([this.stream.id, this.session.id], false);
         await events.raise("stream.idle", this.stream.id, { sessionId: this.session.id }, tx);
       }),
@@ -512,7 +542,7 @@ export class StreamRuntime {
     const delta = segmentCounters(r, segment);
     this.metrics?.progress(delta.sourceSegmentsDuration);
     this.meters.segmentsWritten(bytes);
-    void this.write("segment counters", () => this.deps.store.sessions.addProgress(this.session.id, delta));
+    void this.write("segment counters", () => this.fenced((tx) => tx.sessions.addProgress(this.session.id, delta)));
     const written = { rendition: r, file: stored.file, uri: segment.uri, duration: segment.duration, seq: segment.msn, bytes, run, map: stored.map };
     for (const o of this.deps.observers) this.tell(o, "segmentWritten", () => o.segmentWritten?.(this.info, written));
   }
@@ -575,6 +605,10 @@ export class StreamRuntime {
       await write();
       return true;
     } catch (err) {
+      if (err instanceof LeaseLost) {
+        this.abandon(`${what} found the lease taken`);
+        return false;
+      }
       this.log.error({ err, what }, "could not record live session state");
       this.deps.storageProblem();
       return false;
@@ -582,14 +616,28 @@ export class StreamRuntime {
   }
 
   /**
+   * A write about the session, in one transaction that first checks (and holds, on PostgreSQL)
+   * this node's lease: the parent stream's row is the first it locks. Throws LeaseLost, having
+   * written nothing, when another node took it.
+   */
+  private fenced<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    return this.deps.store.transaction(async (tx) => {
+      if (!(await tx.nodes.confirm(this.lease))) throw new LeaseLost(this.lease);
+      return work(tx);
+    });
+  }
+
+  /**
    * The session's end, written until it is: closed, not active, and the stream.idle its
    * stream.started is owed, in one transaction. A full disk delays it (retried every 2 s
-   * while the server runs); a restart's recovery closes what is still open then.
+   * while the server runs, the lease kept meanwhile); a restart's recovery closes what is
+   * still open then. Not written at all once another node took the lease (that node ends it).
    */
   private async recordEnd(described: string, owesIdle: boolean, at = this.clock.now(), attempt = 1): Promise<void> {
     const { store, events } = this.deps;
+    if (this.leaseLost) return this.markEndWritten();
     const recorded = await this.write("session end", () =>
-      store.transaction(async (tx) => {
+      this.fenced(async (tx) => {
         await tx.sessions.end(this.session.id, at, described);
         // Written late, while a successor is live: only this session's own child stream.
         const takenOver = attempt > 1 && this.deps.streamTakenOver(this.stream.id) === true;
@@ -598,8 +646,9 @@ export class StreamRuntime {
         if (owesIdle) await events.raise("stream.idle", this.stream.id, { sessionId: this.session.id }, tx);
       }),
     );
-    if (!recorded && store.db.isOpen) this.clock.setTimeout(() => void this.recordEnd(described, owesIdle, at, attempt + 1), END_RETRY_MS).unref();
-    else if (recorded && attempt > 1) this.log.info({ attempt }, "session end recorded after storage came back");
+    if (!recorded && store.db.isOpen && !this.leaseLost) return void this.clock.setTimeout(() => void this.recordEnd(described, owesIdle, at, attempt + 1), END_RETRY_MS).unref();
+    if (recorded && attempt > 1) this.log.info({ attempt }, "session end recorded after storage came back");
+    this.markEndWritten();
   }
 
   private finish(): void {
@@ -610,6 +659,7 @@ export class StreamRuntime {
     const end = this.ending ?? { reason: "publisher left" as const };
     const { reason } = end;
     this.metrics?.ended(reason);
+    if (this.feed) this.deps.realtime!.remove(this.info.playbackId, this.feed);
     // Players waiting on a live playlist get its end; the routes fall back to the disk's copy
     // once the last writes are on it.
     this.hls.end(() => this.ended(end));
@@ -625,7 +675,7 @@ export class StreamRuntime {
     } catch (err) {
       this.log.error({ err }, "could not end the session's playlists");
     }
-    const described = describeEnd(reason, end.detail ?? (reason === "pipeline failed" && this.lastEnd ? describeExit(this.lastEnd, this.failures) : undefined));
+    const described = describeEnd(reason, end.detail ?? (reason === "pipeline failed" && this.lastEnd ? describeExit(this.lastEnd, Math.min(this.restarts.failures, MAX_PIPELINE_RESTARTS)) : undefined));
     void this.serially(async () => {
       const owesIdle = this.active;
       this.active = false;

@@ -32,6 +32,8 @@ export function wireClips({ config, log }: Wiring, store: Store, { queue }: Even
     assetObjects,
     publicUrl,
     maxClipSeconds: config.maxClipSeconds,
+    caps: { maxAssets: config.limits.maxAssetsPerUser, maxBytes: config.limits.maxClipBytesPerUser },
+    minFreeBytes: config.storageMinFreeBytes,
     enqueue: (job, within) => queue.enqueue<ClipJob>(CLIP_QUEUE, job, within),
   });
   queue.expect(CLIP_QUEUE, async () => (await clips.assets.listUnfinished(1_000)).map(clipJob));
@@ -39,8 +41,8 @@ export function wireClips({ config, log }: Wiring, store: Store, { queue }: Even
 }
 
 /** The clip worker (worker nodes), once PUBLIC_URL is known: asset.ready carries the asset's URLs. At the stop, an ffmpeg running is stopped, its job runs again after the restart. */
-export function startClipping({ log, stops, has }: Wiring, store: Store, { events, queue }: EventsArea, { processes, ffmpeg }: MediaArea, area: ClipsArea, publicUrl: () => string): void {
-  const maker = new ClipMaker({ ...area.paths, store, events, log, registry: processes, ffmpegPath: ffmpeg?.path, assetsDir: area.assetsDir, objects: area.assetObjects, publicUrl });
+export function startClipping({ config, log, stops, has }: Wiring, store: Store, { events, queue }: EventsArea, { processes, ffmpeg }: MediaArea, area: ClipsArea, publicUrl: () => string): void {
+  const maker = new ClipMaker({ ...area.paths, store, events, log, registry: processes, ffmpegPath: ffmpeg?.path, assetsDir: area.assetsDir, objects: area.assetObjects, publicUrl, minFreeBytes: config.storageMinFreeBytes });
   const worker = has("worker") ? queue.process<ClipJob>(CLIP_QUEUE, maker.handle, { concurrency: 1 }) : undefined;
   stops.register("intake", "clip worker", async () => {
     const closed = worker?.close();

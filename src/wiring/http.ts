@@ -5,7 +5,8 @@ import express from "express";
 import { rtmpPublicUrl, type Config } from "../config";
 import type { Store } from "../db";
 import { assetsRouter, broadcastRouter, createPublicServer, dashboardRouter, operatorGate, playerRouter, recordingsRouter, whipRouter } from "../http";
-import { iceServerLinks, type WhipIngest } from "../ingest";
+import type { WhipIngest } from "../ingest";
+import { iceServerLinks } from "../webrtc";
 import { livenessRouter } from "../health";
 import type { ClipsArea } from "./clips";
 import type { Wiring } from "./context";
@@ -51,13 +52,14 @@ export function publicPages(
     dashboardRouter(() => rtmpPublicUrl(config, live.rtmp.port)),
     broadcastRouter(),
     whipRoutes,
+    playback.whep,
   ];
-  return { pages, hlsOnly: () => express().disable("x-powered-by").use(playback.hls, whipRoutes, livenessRouter()) };
+  return { pages, hlsOnly: () => express().disable("x-powered-by").use(playback.hls, whipRoutes, playback.whep, livenessRouter()) };
 }
 
 /** The public listener (PORT, with TLS when set); resolves with the port bound. */
 export async function listenPublic({ config, stops }: Wiring, app: express.Express): Promise<number> {
-  const server = createPublicServer(app, config.tls);
+  const server = createPublicServer(app, config.tls, { maxConnections: config.limits.publicMaxConnections });
   await listen(server.server, config.port, config.host);
   stops.register("drain", "public HTTP listener", () => server.close(3_000));
   return (server.server.address() as AddressInfo).port;
@@ -82,11 +84,16 @@ function sharedRateRedis(url: string): import("ioredis").Redis {
 }
 
 /** SRT_PORTS set: the ports streams get and the URL callers use (SRT_PUBLIC_HOST, else RTMP_PUBLIC_URL's or PUBLIC_URL's host). */
-export function srtUrls(config: Config, rtmpPort: () => number): { ports: NonNullable<Config["srt"]>["ports"]; url(port: number, passphrase: string): string } | undefined {
+export function srtUrls(
+  config: Config,
+  rtmpPort: () => number,
+): { ports: NonNullable<Config["srt"]>["ports"]; perUser: number; idleMs: number; url(port: number, passphrase: string): string } | undefined {
   const { srt } = config;
   if (!srt) return undefined;
   return {
     ports: srt.ports,
+    perUser: srt.perUser,
+    idleMs: srt.idleMs,
     url: (port, passphrase) => {
       const host = srt.publicHost ?? new URL(config.rtmpPublicUrlSetting ?? config.publicUrlSetting ?? rtmpPublicUrl(config, rtmpPort())).hostname;
       return `srt://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${port}?passphrase=${encodeURIComponent(passphrase)}&latency=${srt.latencyMs * 1000}`;

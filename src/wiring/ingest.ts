@@ -1,10 +1,10 @@
+import { peerConfig } from "../webrtc";
 import path from "node:path";
-import { lockKey, type Store } from "../db";
+import type { Store } from "../db";
 import { PullIngest, RtmpIngest, SrtIngest, WhipIngest } from "../ingest";
 import { AUDIO_BITRATE } from "../media";
 import type { Metrics } from "../metrics";
 import type { OutboundPolicy } from "../outbound";
-import { failuresAfter, retryDelayMs } from "../multistream";
 import type { Wiring } from "./context";
 import type { EventsArea } from "./events";
 import type { MediaArea } from "./media";
@@ -44,8 +44,8 @@ export async function wireIngest(w: Wiring, store: Store, { outbound }: EventsAr
   stops.register("release", "RTMP server", () => rtmp.close());
   const bridging = { media, live };
   const whip = whipIngest(w, bridging);
-  if (config.srt) srtIngest(w, store, bridging, config.srt);
-  const pulls = pullIngest(w, store, bridging, outbound);
+  if (config.srt) srtIngest(w, store, bridging, config.srt, metrics);
+  const pulls = pullIngest(w, store, bridging, outbound, metrics);
   return { whip, pulls };
 }
 
@@ -61,11 +61,7 @@ function whipIngest({ config, log, stops }: Wiring, { media, live }: Bridging): 
     rtmpUrl: (name) => live.rtmp.url(name),
     log: log.child({ ingest: "webrtc" }),
     settings: {
-      rtc: {
-        iceServers: [],
-        ...(webrtc.bindAddress ? { bindAddress: webrtc.bindAddress } : {}),
-        ...(webrtc.udpPorts ? { portRangeBegin: webrtc.udpPorts.first, portRangeEnd: webrtc.udpPorts.last } : {}),
-      },
+      rtc: peerConfig(webrtc),
       publicIp: webrtc.publicIp,
       mediaTimeoutMs: webrtc.mediaTimeoutMs,
     },
@@ -75,31 +71,29 @@ function whipIngest({ config, log, stops }: Wiring, { media, live }: Bridging): 
   return whip;
 }
 
-function srtIngest({ config, log, stops }: Wiring, store: Store, { media, live }: Bridging, srt: NonNullable<Wiring["config"]["srt"]>): void {
-  const { ports } = srt;
+function srtIngest({ config, log, stops }: Wiring, store: Store, { media, live }: Bridging, srt: NonNullable<Wiring["config"]["srt"]>, metrics: Metrics): void {
+  // Ports are given by the API when an owner asks for a stream's srtUrl (api/routes/streamSrt.ts);
+  // the ingest arms the listeners of the ports asked for or used lately.
   const ingest = new SrtIngest({
     streams: () => live.keys.all(),
-    assignPort: async (streamId) => {
-      await store.transaction(async (tx) => {
-        await lockKey(tx.db, "srt-ports");
-        await tx.streams.assignSrtPort(streamId, ports);
-      });
-      await live.keys.refresh(streamId);
-    },
+    used: (streamId, at) => store.streams.touchSrt(streamId, at),
     tickets: live.bridges,
     registry: media.processes,
     ffmpegPath: media.ffmpeg?.path,
+    inputScripts: media.inputScripts,
     bindHost: config.host,
     latencyMs: srt.latencyMs,
+    idleMs: srt.idleMs,
     rtmpUrl: (name) => live.rtmp.url(name),
     log: log.child({ ingest: "srt" }),
+    metrics: metrics.restarts,
   });
   ingest.start();
   stops.register("intake", "SRT ingest", () => ingest.close());
 }
 
 /** Streams with a pull source: ffmpeg reads the source and publishes it here under a ticket. Every ingest node reconciles them; the stream's lease lets one node run the session. */
-function pullIngest({ config, log, stops }: Wiring, store: Store, { media, live }: Bridging, outbound: OutboundPolicy): PullIngest {
+function pullIngest({ config, log, stops }: Wiring, store: Store, { media, live }: Bridging, outbound: OutboundPolicy, metrics: Metrics): PullIngest {
   const pulls = new PullIngest({
     streams: () => live.keys.all(),
     tickets: live.bridges,
@@ -108,10 +102,17 @@ function pullIngest({ config, log, stops }: Wiring, store: Store, { media, live 
     rtmpUrl: (name) => live.rtmp.url(name),
     checkHost: (host) => outbound.check(host),
     liveElsewhere: async (streamId) => {
-      const holder = await store.nodes.holder(streamId, Date.now());
+      const holder = await store.nodes.holder(streamId);
       return holder !== undefined && holder !== config.nodeId ? holder : undefined;
     },
-    backoff: { delayMs: (n) => retryDelayMs(n), failuresAfter: (n, ranForMs) => failuresAfter(n, ranForMs) },
+    inputScripts: media.inputScripts,
+    // Counted before ffmpeg starts: with the user's live streams (the session manager's count), and per node.
+    caps: {
+      maxLivePerUser: config.limits.maxLiveStreamsPerUser,
+      maxPullsPerNode: config.limits.maxPullsPerNode,
+      liveStreamsOf: (userId) => live.sessions.liveStreamsOf(userId),
+    },
+    metrics: metrics.restarts,
     audioBitrate: AUDIO_BITRATE,
     log: log.child({ ingest: "pull" }),
   });

@@ -1,14 +1,15 @@
+import { RealtimeFeeds } from "../realtime";
 import path from "node:path";
-import { sendNotice } from "../cluster";
+import { PublishRelays, sendNotice } from "../cluster";
 import type { Config } from "../config";
 import type { Store } from "../db";
 import { StorageWatch, STORAGE_RESERVE_BYTES } from "../health";
 import { LiveHls } from "../hls";
 import { BridgeTickets, INGEST_APP, type RtmpIngest } from "../ingest";
-import { ffmpegHasCmaf } from "../media";
+import { ffmpegHasCmaf, ffmpegHasLibopus } from "../media";
 import type { Metrics } from "../metrics";
 import { MultistreamManager } from "../multistream";
-import { SessionManager, StreamKeyIndex, type OrphanDeps } from "../sessions";
+import { offsetClock, SessionManager, StreamKeyIndex, type OrphanDeps } from "../sessions";
 import type { ClipsArea } from "./clips";
 import type { Wiring } from "./context";
 import type { EventsArea } from "./events";
@@ -44,6 +45,8 @@ export interface SessionsArea {
   rtmp: LocalRtmp;
   /** WebRTC, SRT and pull publishers come in through local bridges publishing under these tickets. */
   bridges: BridgeTickets;
+  /** Live sessions' frames by playback id, for WebRTC playback; undefined when it is off. */
+  realtime: RealtimeFeeds | undefined;
 }
 
 /** Live media: a publish → the session manager → one ffmpeg pipeline per session, and what watches them (storage, multistream, recordings, clips). */
@@ -72,16 +75,38 @@ export async function wireSessions(
   });
   stops.register("drain", "storage watch", () => storage.stop());
   const liveHls = new LiveHls();
+  const realtime = config.webrtc.playback ? new RealtimeFeeds(log.child({ realtime: "feeds" })) : undefined;
+  if (realtime) {
+    const opus = ffmpeg ? ffmpegHasLibopus(ffmpeg.path) : false;
+    if (ffmpeg && !opus) log.warn({ ffmpeg: ffmpeg.path }, "this ffmpeg has no libopus encoder: WebRTC viewers get video without audio (HLS keeps its audio)");
+    await realtime.listen(opus);
+    stops.register("release", "WebRTC playback feeds", () => realtime.close());
+  }
   const rtmp = new LocalRtmp(config);
   const bridges = new BridgeTickets();
   // Pushes to multistream targets while a session is live. Shutdown ends every session first,
   // which finishes their pushes; the registry stops any still draining after.
-  const multistream = new MultistreamManager({ store, events, log, registry: processes, ffmpegPath: ffmpeg?.path, policy: outbound });
+  const multistream = new MultistreamManager({ store, events, log, registry: processes, ffmpegPath: ffmpeg?.path, policy: outbound, metrics: metrics.restarts });
   const keys = new StreamKeyIndex(store, log);
   // Sessions whose process is gone (a crash here, another node's death) end through this.
-  const orphans: OrphanDeps = { store, events, log, handOffRecording: (tx, streamId, sessionId) => recorder.handOff(tx, streamId, sessionId) };
+  const orphans: OrphanDeps = {
+    store,
+    events,
+    log,
+    recordingKept: (sessionId) => recorder.kept(sessionId),
+    handOffRecording: (tx, streamId, sessionId, kept) => recorder.handOff(tx, streamId, sessionId, kept),
+  };
+  const relay = new PublishRelays({
+    store,
+    log,
+    registry: processes,
+    ffmpegPath: ffmpeg?.path,
+    rtmpInputUrl: (name) => rtmp.url(name),
+    disconnectPublisher: (id, refusal) => rtmp.server?.disconnect(id, refusal),
+  });
   const sessions = new SessionManager({
     keys,
+    relay,
     nodeId: config.nodeId,
     leaseMs: config.leaseMs,
     orphans,
@@ -98,6 +123,7 @@ export async function wireSessions(
     lowLatency: config.hlsLowLatency,
     ffmpegCmaf: ffmpeg ? ffmpegHasCmaf(ffmpeg.path) : undefined,
     liveHls,
+    ...(realtime ? { realtime } : {}),
     disconnectPublisher: (id, refusal) => rtmp.server?.disconnect(id, refusal),
     observers: [recorder, multistream, clipBuffer],
     metrics,
@@ -106,6 +132,7 @@ export async function wireSessions(
     reconnectWindowSeconds: config.reconnectWindowSeconds,
     storageProblem: () => storage.check(),
     publisherStats: (publisherId) => rtmp.server?.publisherStats(publisherId),
+    clock: offsetClock(config.clockOffsetMs),
   });
   // Publishers disconnected, playlists ended, isActive false and stream.idle raised while the
   // event sink still takes events.
@@ -114,5 +141,5 @@ export async function wireSessions(
   // to finalize; then the recordings of every ended session not yet handed to finalize.
   await sessions.recoverAfterCrash(store.db.dialect === "sqlite");
   await recorder.recoverAfterCrash(await store.sessions.listUnfinalizedRecordings());
-  return { sessions, keys, orphans, liveHls, hlsDir, storage, rtmp, bridges };
+  return { sessions, keys, orphans, liveHls, hlsDir, storage, rtmp, bridges, realtime };
 }

@@ -67,7 +67,7 @@ describe("sessions", () => {
 });
 
 describe("playback", () => {
-  it("GET /playback/{playbackId} needs no key and gives the HLS URL", async () => {
+  it("GET /playback/{playbackId} needs no key and gives the HLS and WebRTC (WHEP) URLs", async () => {
     const s = (await api("POST", "/stream", { name: "watch me" })).body;
     const res = await fetch(`${fx.t.apiUrl}/playback/${s.playbackId}`);
     expect(res.status).toBe(200);
@@ -79,6 +79,8 @@ describe("playback", () => {
         playbackPolicy: { type: "public" },
         source: [
           { hrn: "HLS (TS)", type: "html5/application/vnd.apple.mpegurl", url: `${fx.t.server.publicUrl}/hls/${s.playbackId}/index.m3u8` },
+          // Livepeer's name and type for a WHEP endpoint, which its player tries first.
+          { hrn: "WebRTC (H264)", type: "html5/video/h264", url: `${fx.t.server.publicUrl}/whep/${s.playbackId}` },
           { hrn: "Thumbnail (JPEG)", type: "image/jpeg", url: `${fx.t.server.publicUrl}/hls/${s.playbackId}/thumbnail.jpg` },
         ],
       },

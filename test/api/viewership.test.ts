@@ -1,5 +1,6 @@
 import { Livepeer } from "livepeer";
 import { BreakdownBy } from "livepeer/models/operations";
+import { WEBRTC_VIEWER_PREFIX } from "../../src/playback/viewers";
 import { pushTestStream, waitFor, type Push } from "../helpers/media";
 import { apiClient, startTestServer, type TestServer } from "../helpers/server";
 
@@ -67,4 +68,28 @@ describe("realtime viewership", () => {
     expect(bad.body.errors[0]).toMatch(/breakdownBy\[\].*must be one of playbackId, device, browser, country/);
     expect((await api("GET", "/data/views/now?breakdownBy=playbackId")).body).toEqual([]);
   });
+
+  it("rows carry webrtcViewCount beside Livepeer's fields, which the SDK still parses", async () => {
+    const api = apiClient(t.apiUrl, t.key);
+    const stream = (await api("POST", "/stream", { name: "watched two ways", profiles: [] })).body;
+    const rtmp = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${stream.streamKey}`, { seconds: 30 });
+    try {
+      await waitFor("isActive", async () => (await api("GET", `/stream/${stream.id}`)).body.isActive);
+      expect((await api("GET", `/data/views/now?playbackId=${stream.playbackId}`)).body).toEqual([{ playbackId: stream.playbackId, viewCount: 0, webrtcViewCount: 0, errorRate: 0 }]);
+
+      // As WHEP playback tells its viewers, and as the HLS routes tell theirs.
+      for (const viewer of [`${WEBRTC_VIEWER_PREFIX}w1`, `${WEBRTC_VIEWER_PREFIX}w2`, "hls1"]) t.server.viewers.seen(stream.playbackId, viewer);
+      await waitFor("3 viewers", async () => (await viewCount(stream.playbackId)) === 3, 5_000);
+      const row = { playbackId: stream.playbackId, viewCount: 3, webrtcViewCount: 2, errorRate: 0 };
+      expect((await api("GET", `/data/views/now?playbackId=${stream.playbackId}`)).body).toEqual([row]);
+      expect((await api("GET", "/data/views/now?breakdownBy[]=playbackId")).body).toEqual([row]);
+      expect((await api("GET", "/data/views/now")).body).toEqual([{ viewCount: 3, webrtcViewCount: 2, errorRate: 0 }]);
+      // The SDK knows Livepeer's fields only: it parses the row and leaves onair's out.
+      expect(await sdk.metrics.getRealtimeViewership(stream.playbackId)).toMatchObject({ statusCode: 200, data: [{ playbackId: stream.playbackId, viewCount: 3, errorRate: 0 }] });
+      const doc = (await api("GET", "/openapi.json")).body;
+      expect(doc.components.schemas.RealtimeViewershipMetric.required).toEqual(expect.arrayContaining(["viewCount", "webrtcViewCount", "errorRate"]));
+    } finally {
+      rtmp.child.kill("SIGKILL");
+    }
+  }, 40_000);
 });

@@ -55,9 +55,24 @@ export interface ProbedStream {
  * ffprobe of a URL or file: its streams and duration. Asynchronous: the server under test
  * runs in this process and must keep answering ffprobe's requests.
  */
-export function probe(target: string): Promise<{ streams: ProbedStream[]; duration: number }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(FFPROBE, ["-v", "error", "-show_entries", "stream=codec_type,codec_name,width,height:format=duration", "-of", "json", target]);
+/** An SRT caller (ffmpeg) sending `seconds` of test pattern and tone as MPEG-TS to `url`; resolves when it exits. */
+export function callSrt(url: string, seconds: number): Promise<{ code: number | null; stderr: string; afterMs: number }> {
+  const started = Date.now();
+  const child = spawn(FFMPEG, [
+    "-hide_banner", "-nostdin", "-loglevel", "warning",
+    "-re", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-re", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+    "-t", String(seconds), "-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "30", "-pix_fmt", "yuv420p", "-b:v", "500k",
+    "-c:a", "aac", "-b:a", "64k", "-f", "mpegts", url,
+  ], { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
+  return new Promise((resolve) => child.once("close", (code) => resolve({ code, stderr, afterMs: Date.now() - started })));
+}
+
+/** Runs a command to its end (killed after 30 s): asynchronous, as the server under test runs in this process. */
+export function runProcess(command: string, args: string[]): Promise<{ out: string; err: string; code: number | null }> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] });
     let out = "";
     let err = "";
     child.stdout.on("data", (c: Buffer) => (out += c.toString()));
@@ -65,11 +80,16 @@ export function probe(target: string): Promise<{ streams: ProbedStream[]; durati
     const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
     child.once("close", (code) => {
       clearTimeout(timer);
-      if (code !== 0) return reject(new Error(`ffprobe ${target} failed (${code}): ${err}`));
-      const json = JSON.parse(out) as { streams: ProbedStream[]; format: { duration?: string } };
-      resolve({ streams: json.streams, duration: Number(json.format.duration ?? 0) });
+      resolve({ out, err, code });
     });
   });
+}
+
+export async function probe(target: string): Promise<{ streams: ProbedStream[]; duration: number }> {
+  const { out, err, code } = await runProcess(FFPROBE, ["-v", "error", "-show_entries", "stream=codec_type,codec_name,width,height:format=duration", "-of", "json", target]);
+  if (code !== 0) throw new Error(`ffprobe ${target} failed (${code}): ${err}`);
+  const json = JSON.parse(out) as { streams: ProbedStream[]; format: { duration?: string } };
+  return { streams: json.streams, duration: Number(json.format.duration ?? 0) };
 }
 
 /**

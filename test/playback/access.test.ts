@@ -1,9 +1,9 @@
 import { chromium, type Browser, type Page } from "playwright-core";
-import { importPKCS8, SignJWT } from "jose";
 import { Livepeer } from "livepeer";
 import { Events } from "livepeer/models/components";
 import { pushTestStream, waitFor, type Push } from "../helpers/media";
 import { apiClient, startTestServer, type TestServer } from "../helpers/server";
+import { signJwt } from "../helpers/jwt";
 import { startReceiver, type Receiver } from "../helpers/receiver";
 import { CHROMIUM, CHROMIUM_ARGS, openPage } from "../helpers/browser";
 
@@ -51,17 +51,6 @@ async function liveStream(body: Parameters<Livepeer["stream"]["create"]>[0], sec
   return stream;
 }
 
-/** A JWT as @livepeer/core's signAccessJwt makes it: the keys exactly as the API returned them. */
-async function signJwt(key: { privateKey?: string; publicKey: string }, playbackId: string, expiresInSeconds: number): Promise<string> {
-  const privateKey = await importPKCS8(Buffer.from(key.privateKey!, "base64").toString("utf8"), "ES256");
-  const now = Math.floor(Date.now() / 1000);
-  return new SignJWT({ sub: playbackId, pub: key.publicKey, action: "pull", video: "none" })
-    .setProtectedHeader({ alg: "ES256", typ: "JWT" })
-    .setIssuer("https://app.example.com")
-    .setIssuedAt(now)
-    .setExpirationTime(now + expiresInSeconds)
-    .sign(privateKey);
-}
 
 /** A signing key with its private half, which only the creating answer carries (the SDK's model drops it). */
 async function newKey(apiKey: string): Promise<{ id: string; privateKey: string; publicKey: string }> {
@@ -155,11 +144,12 @@ describe("a jwt stream", () => {
     expect(refused.errors[0]).toMatch(/expired/);
   });
 
-  it("plays in hls.js through the player page given ?jwt=, and not without it", async () => {
+  it("plays through the player page given ?jwt= (over WebRTC, the page's first choice), and not without it", async () => {
     const jwt = await signJwt(key, stream.playbackId!, 3600);
     const { page, problems } = await openPage(browser, `${base}/play/${stream.playbackId}?jwt=${encodeURIComponent(jwt)}`);
     try {
       await videoAt(page, 2, 30_000);
+      expect(await page.getAttribute("#player", "data-protocol")).toBe("webrtc");
       expect(problems).toEqual([]);
     } finally {
       await page.close();

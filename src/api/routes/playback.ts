@@ -10,6 +10,11 @@ export function hlsUrl(publicUrl: string, playbackId: string): string {
   return `${publicUrl}/hls/${playbackId}/index.m3u8`;
 }
 
+/** WHEP (src/http/whep.ts): WebRTC playback of a live stream. */
+export function whepUrl(publicUrl: string, playbackId: string): string {
+  return `${publicUrl}/whep/${playbackId}`;
+}
+
 /** The stream's newest picture, beside its playlists (src/media/thumbnails.ts): 404 until its first session writes one. */
 export function thumbnailUrl(publicUrl: string, playbackId: string): string {
   return `${publicUrl}/hls/${playbackId}/thumbnail.jpg`;
@@ -34,6 +39,9 @@ export function playbackRoutes(deps: ApiDeps): Route[] {
             playbackPolicy: { type: s.playbackPolicy?.type ?? "public" },
             source: [
               { hrn: "HLS (TS)", type: "html5/application/vnd.apple.mpegurl", url: hlsUrl(deps.publicUrl(), s.playbackId!) },
+              // Livepeer's player tries this first. A copied source with B-frames is refused there
+              // (WebRTC players cannot take them), and the player falls back to HLS at once.
+              ...(deps.webrtcPlayback ? [{ hrn: "WebRTC (H264)" as const, type: "html5/video/h264" as const, url: whepUrl(deps.publicUrl(), s.playbackId!) }] : []),
               // Livepeer's names, which the SDK's enums accept.
               { hrn: "Thumbnail (JPEG)", type: "image/jpeg", url: thumbnailUrl(deps.publicUrl(), s.playbackId!) },
             ],

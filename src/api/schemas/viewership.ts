@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { ViewerCount } from "../../playback";
 import { expected } from "../../shapes";
 
 // GET /data/views/now, in Livepeer Studio's shape (the SDK's metrics.getRealtimeViewership).
@@ -19,24 +20,30 @@ export const viewsNowQuery = z.object({
 export const realtimeViewershipObject = z
   .object({
     playbackId: z.string().optional(),
-    viewCount: z.number().describe("viewers whose player asked for a playlist within VIEWER_WINDOW_SECONDS (30 s)"),
+    viewCount: z.number().describe("viewers whose player asked for a playlist within VIEWER_WINDOW_SECONDS (30 s), or plays over WebRTC"),
+    // onair's own, beside Livepeer's fields: the SDK drops fields it does not know.
+    webrtcViewCount: z.number().describe("how many of viewCount watch over WebRTC (WHEP); the others play HLS"),
     errorRate: z.number().describe("always 0: onair does not see players' errors"),
   })
   .meta({ id: "RealtimeViewershipMetric" });
 
 export type RealtimeViewershipJson = z.infer<typeof realtimeViewershipObject>;
 
+const row = (c: ViewerCount | undefined) => ({ viewCount: c?.viewers ?? 0, webrtcViewCount: c?.webrtc ?? 0, errorRate: 0 });
+
 /**
  * The answer from the viewer counts of the caller's streams (pure): without a breakdown by
  * playback id, one row with the total (naming the playback id when the query named one);
  * with it, one row per playback id counted (and one for the queried id, even at 0).
  */
-export function viewershipRows(counts: ReadonlyMap<string, number>, byPlaybackId: boolean, playbackId?: string): RealtimeViewershipJson[] {
+export function viewershipRows(counts: ReadonlyMap<string, ViewerCount>, byPlaybackId: boolean, playbackId?: string): RealtimeViewershipJson[] {
   if (!byPlaybackId) {
-    const total = [...counts.values()].reduce((a, b) => a + b, 0);
-    return [{ ...(playbackId !== undefined ? { playbackId } : {}), viewCount: total, errorRate: 0 }];
+    const total = [...counts.values()].reduce((a, c) => ({ viewers: a.viewers + c.viewers, webrtc: a.webrtc + c.webrtc }), { viewers: 0, webrtc: 0 });
+    return [{ ...(playbackId !== undefined ? { playbackId } : {}), ...row(total) }];
   }
-  if (playbackId !== undefined) return [{ playbackId, viewCount: counts.get(playbackId) ?? 0, errorRate: 0 }];
+  if (playbackId !== undefined) return [{ playbackId, ...row(counts.get(playbackId)) }];
   // Most watched first.
-  return [...counts].sort(([a, n], [b, m]) => m - n || (a < b ? -1 : a > b ? 1 : 0)).map(([id, viewCount]) => ({ playbackId: id, viewCount, errorRate: 0 }));
+  return [...counts]
+    .sort(([a, n], [b, m]) => m.viewers - n.viewers || (a < b ? -1 : a > b ? 1 : 0))
+    .map(([id, c]) => ({ playbackId: id, ...row(c) }));
 }

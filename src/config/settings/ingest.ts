@@ -1,6 +1,6 @@
 import net from "node:net";
 import { MAX_RECONNECT_WINDOW_SECONDS } from "../../shapes";
-import { area, custom, integer, list, matching, port, portRange, Problem, text, url } from "../declare";
+import { area, custom, flag, integer, list, matching, port, portRange, Problem, text, url } from "../declare";
 
 const ipAddress = (doc: string, shown: string) =>
   custom<string | undefined>({
@@ -37,17 +37,21 @@ export const ingest = area("ingest", {
     unit: "seconds",
     doc: "A publisher that sends no media for this long is disconnected, and the reconnect window starts.",
   }).at("publishMediaTimeoutMs", (s) => s * 1000),
-  // WebRTC (WHIP) ingest: the UDP ports its peers gather on (unset: any), the address they bind
+  // WebRTC (WHIP ingest, WHEP playback): the UDP ports its peers gather on (unset: any; one port:
+  // shared by all), the address they bind
   // (unset: every interface), the public address announced behind a 1:1 NAT, and the ICE
   // servers told to clients (OPTIONS and 201 Link headers).
-  WEBRTC_UDP_PORTS: portRange({ shown: "any", doc: "UDP ports the WHIP peers' ICE gathers on; open them in the firewall." }).at("webrtc.udpPorts"),
-  WEBRTC_BIND_ADDRESS: ipAddress("The address WHIP peers bind (tests use `127.0.0.1`).", "every interface").at("webrtc.bindAddress"),
+  WEBRTC_UDP_PORTS: portRange({
+    shown: "any",
+    doc: "UDP ports the WebRTC peers (WHIP publishers, WHEP viewers) gather on; open them in the firewall. One port (`8189`) is shared by every peer.",
+  }).at("webrtc.udpPorts"),
+  WEBRTC_BIND_ADDRESS: ipAddress("The address WebRTC peers bind (tests use `127.0.0.1`).", "every interface").at("webrtc.bindAddress"),
   WEBRTC_PUBLIC_IP: ipAddress("Behind a 1:1 NAT: announced beside each host candidate, on the same port.", "unset").at("webrtc.publicIp"),
   WEBRTC_ICE_SERVERS: list({
     what: "stun:, stuns:, turn: or turns: URLs separated by commas",
     allowed: "`stun:`, `stuns:`, `turn:`, `turns:` URLs, comma-separated",
     entry: (e) => (/^(stuns?|turns?):[^\s<>"@]+$/.test(e) ? e : undefined),
-    doc: "ICE servers told to WHIP clients in `Link` headers; `WEBRTC_ICE_USERNAME` and `WEBRTC_ICE_CREDENTIAL` go with the `turn:` ones.",
+    doc: "ICE servers told to WHIP and WHEP clients in `Link` headers (the player page uses them: a TURN server lets viewers behind UDP-blocking networks play over WebRTC); `WEBRTC_ICE_USERNAME` and `WEBRTC_ICE_CREDENTIAL` go with the `turn:` ones.",
   }).at("webrtc.iceServers"),
   WEBRTC_ICE_USERNAME: text({ doc: "The user name for the `turn:` servers of `WEBRTC_ICE_SERVERS`." }).at("webrtc.iceUsername"),
   WEBRTC_ICE_CREDENTIAL: text({ doc: "The credential for the `turn:` servers of `WEBRTC_ICE_SERVERS`." }).at("webrtc.iceCredential"),
@@ -59,12 +63,30 @@ export const ingest = area("ingest", {
     unit: "seconds",
     doc: "A WHIP publisher that sends nothing for this long has gone.",
   }).at("webrtc.mediaTimeoutMs", (s) => s * 1000),
-  // SRT ingest, off unless set: each stream gets a listener on a port of this range (one
-  // ffmpeg each, about 45 MB: the range is also the cap), callers authenticate with the
-  // stream's SRT passphrase.
+  // WebRTC playback (WHEP) of live streams with a transcoded ladder: a viewer's peer on this
+  // node's WebRTC ports, frames sent as encoded; the caps bound what viewers cost the node.
+  WEBRTC_PLAYBACK: flag({
+    default: true,
+    doc: "WebRTC playback (WHEP at `/whep/<playbackId>`, the `WebRTC (H264)` source of playback info) of live streams (a copied source only without B-frames); `false`: HLS only.",
+  }).at("webrtc.playback"),
+  WEBRTC_MAX_VIEWERS: integer({
+    default: 500,
+    min: 0,
+    max: 100_000,
+    doc: "WebRTC viewers this node serves at most; past it a WHEP offer gets `503` with `Retry-After` (players fall back to HLS).",
+  }).at("webrtc.maxViewers"),
+  WEBRTC_MAX_VIEWERS_PER_STREAM: integer({
+    default: 500,
+    min: 0,
+    max: 100_000,
+    doc: "WebRTC viewers of one stream this node serves at most; past it a WHEP offer gets `503` with `Retry-After`.",
+  }).at("webrtc.maxViewersPerStream"),
+  // SRT ingest, off unless set: a stream whose owner asks for its srtUrl gets a port of this
+  // range and a listener on it (one ffmpeg each, about 47 MB: the range is also the cap), callers
+  // authenticate with the stream's SRT passphrase.
   SRT_PORTS: portRange({
     shown: "unset (SRT off)",
-    doc: "UDP ports for streams' SRT listeners, one per stream; also the cap on listeners.",
+    doc: "UDP ports for streams' SRT listeners, one per stream whose owner asked for its `srtUrl` (never a pulled one); also the cap on listeners.",
   }),
   SRT_LATENCY_MS: integer({
     default: 200,
@@ -72,6 +94,25 @@ export const ingest = area("ingest", {
     max: 8000,
     unit: "ms",
     doc: "The SRT latency put in `srtUrl` and used by the listeners.",
+  }),
+  // SRT ports are given on first use (the owner reads the stream's srtUrl), never to pulled
+  // streams, and at most this many to one user, so one tenant cannot take the whole range.
+  SRT_PORTS_PER_USER: custom<number | undefined>({
+    default: "unset",
+    shown: "a quarter of `SRT_PORTS`, at least 1",
+    allowed: "1-65535",
+    fallback: () => undefined,
+    doc: "How many SRT ports (streams with an `srtUrl`) one user may hold; past it a stream has no `srtUrl`.",
+    parse: (t, env) => (/^\d{1,5}$/.test(t) && Number(t) >= 1 && Number(t) <= 65535 ? Number(t) : new Problem(`${env} must be an integer from 1 to 65535, got "${t}"`)),
+  }),
+  // An armed listener is an ffmpeg of about 47 MB: one nobody has called or asked for in this
+  // long is stopped, and armed again when its owner reads the stream (its port stays the stream's).
+  SRT_LISTENER_IDLE_SECONDS: integer({
+    default: 86_400,
+    min: 5,
+    max: 30 * 86_400,
+    unit: "seconds",
+    doc: "A stream's SRT listener is stopped after this long without a caller or its owner reading the stream, and armed again when the owner reads it.",
   }),
   // The host put in streams' SRT URLs (unset: the host of RTMP_PUBLIC_URL, else of PUBLIC_URL).
   SRT_PUBLIC_HOST: matching({

@@ -10,6 +10,16 @@ export const playback = area("playback", {
     unit: "seconds",
     doc: "A protected stream's media tokens (`?m=`) stay the same for this long and are valid for one to two times it.",
   }).at("playbackTokenSeconds"),
+  // A viewer's session token (`?s=`, in the variant URIs of its master playlist) names it for
+  // counting and, on a webhook stream, as a viewer already let in. Past this it is honoured only
+  // while its player keeps reloading (src/playback/gate.ts): a watcher is never cut off.
+  PLAYBACK_SESSION_SECONDS: integer({
+    default: 4 * 3600,
+    min: 5,
+    max: 7 * 24 * 3600,
+    unit: "seconds",
+    doc: "A viewer's session token (`?s=`) is honoured this long after its master playlist, and past that only while its player keeps reloading within `VIEWER_WINDOW_SECONDS`; an expired one names nobody.",
+  }).at("playbackSessionSeconds"),
   // A viewer (a player session) counts as watching while it asked for a playlist this recently.
   VIEWER_WINDOW_SECONDS: integer({
     default: 30,

@@ -44,6 +44,16 @@ const toSession = (r: Row): SessionRecord => ({
   protocol: r.protocol as IngestProtocol,
 });
 
+/**
+ * Lock order. Writes to a live stream come at once from several places (segment counters,
+ * going live or idle, the session's end), and on PostgreSQL each transaction locks the rows it
+ * writes until it ends: two that lock the same rows in opposite orders deadlock, and one of them
+ * is aborted. So every transaction writing more than one of them locks, in this order: the
+ * parent stream row, then the child stream row, then the session row. addProgress and end here
+ * and StreamsRepository.setActive enforce it; a caller joining them in one transaction (the
+ * session end and setActive, an orphan's end) keeps it by calling them in that order or by
+ * writing only rows these already locked. SQLite runs one writer at a time (BEGIN IMMEDIATE).
+ */
 export class SessionsRepository {
   constructor(private readonly q: Sql) {}
 
@@ -76,8 +86,6 @@ export class SessionsRepository {
    * stream alike, and moves their lastSeen forward.
    */
   async addProgress(sessionId: string, delta: Partial<SegmentCounters>, at = Date.now()): Promise<void> {
-    const s = await this.get(sessionId);
-    if (!s) return;
     const d = [
       delta.sourceSegments ?? 0,
       delta.transcodedSegments ?? 0,
@@ -91,22 +99,39 @@ export class SessionsRepository {
       source_segments_duration = source_segments_duration + ?,
       transcoded_segments_duration = transcoded_segments_duration + ?,
       source_bytes = source_bytes + ?, transcoded_bytes = transcoded_bytes + ?, last_seen = ?`;
+    // In the lock order (above): parent, child, session, one row per statement (one UPDATE of
+    // both streams locks them in whatever order the scan finds them). The parent is found in
+    // the statement itself: as many round trips as reading the session first took, and an
+    // unknown session changes nothing.
     await this.q.transaction(async (q) => {
+      await q.run(`UPDATE streams SET ${set} WHERE id = (SELECT parent_id FROM sessions WHERE id = ?)`, [...d, sessionId]);
+      await q.run(`UPDATE streams SET ${set} WHERE id = ?`, [...d, sessionId]);
       await q.run(`UPDATE sessions SET ${set} WHERE id = ?`, [...d, sessionId]);
-      await q.run(`UPDATE streams SET ${set} WHERE id IN (?, ?)`, [...d, sessionId, s.parentId]);
     });
   }
 
   /** Closes a session, saying why; ending one that already ended changes nothing. */
   async end(sessionId: string, at = Date.now(), reason: string | null = null): Promise<boolean> {
     return this.q.transaction(async (q) => {
+      // The lock order (above) starts at the parent, which the callers write next (setActive,
+      // an orphan's idle): taken first here, as an UPDATE would take it (NO KEY: a session
+      // starting on the stream still checks its reference to it meanwhile).
+      if (q.dialect === "postgres") await q.run("SELECT 1 FROM streams WHERE id = (SELECT parent_id FROM sessions WHERE id = ?) FOR NO KEY UPDATE", [sessionId]);
+      await q.run("UPDATE streams SET is_active = 0 WHERE id = ?", [sessionId]);
       const changed = await q.run(
         "UPDATE sessions SET ended_at = ?, last_seen = CASE WHEN last_seen > ? THEN last_seen ELSE ? END, end_reason = ? WHERE id = ? AND ended_at IS NULL",
         [at, at, at, reason, sessionId],
       );
-      await q.run("UPDATE streams SET is_active = 0 WHERE id = ?", [sessionId]);
       return changed === 1;
     });
+  }
+
+  /**
+   * The first status of an ended session's recording (waiting for finalize, or failed), set once:
+   * false if it has one already (another node handed it over), which is then not undone.
+   */
+  async settleRecording(sessionId: string, status: "waiting" | "failed", error: string | null = null): Promise<boolean> {
+    return (await this.q.run("UPDATE sessions SET recording_status = ?, recording_error = ? WHERE id = ? AND recording_status IS NULL", [status, error, sessionId])) === 1;
   }
 
   async setRecordingStatus(sessionId: string, status: RecordingStatus, error: string | null = null): Promise<void> {

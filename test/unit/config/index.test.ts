@@ -56,22 +56,31 @@ describe("loadConfig", () => {
       [
         "port", "adminPort", "adminHost", "metricsToken", "rtmpPort", "host", "dataDir", "publicUrlSetting", "rtmpPublicUrlSetting",
         "redisUrl", "ffmpegPath", "logLevel", "dbPath", "databaseUrl", "roles", "nodeId", "internalUrlSetting", "heartbeatMs",
-        "leaseMs", "controlPollMs", "s3", "hlsSegmentSeconds", "hlsLowLatency", "tls", "hlsListSize", "maxClipSeconds",
+        "leaseMs", "clockOffsetMs", "controlPollMs", "s3", "hlsSegmentSeconds", "hlsLowLatency", "tls", "hlsListSize", "maxClipSeconds",
         "clipWindowSeconds", "redisPrefix", "webhooks", "outbound", "limits", "recordingsRetentionDays", "webhookLogRetentionDays",
         "storageMinFreeBytes", "finalizeStallMs", "reconnectWindowSeconds", "publishMediaTimeoutMs", "transcodeBudget", "webrtc",
         "srt", "viewerWindowMs", "playbackTokenSeconds",
+        "playbackSessionSeconds",
       ].sort(),
     );
     expect(Object.keys(c.webhooks).sort()).toEqual(["concurrency", "retryFirstMs", "retryWindowMs", "timeoutMs"]);
     expect(Object.keys(c.outbound).sort()).toEqual(["allowHosts", "allowPrivate"]);
-    expect(Object.keys(c.webrtc).sort()).toEqual(["bindAddress", "iceCredential", "iceServers", "iceUsername", "mediaTimeoutMs", "publicIp", "udpPorts"]);
-    expect(Object.keys(c.srt!).sort()).toEqual(["latencyMs", "ports", "publicHost"]);
+    expect(Object.keys(c.webrtc).sort()).toEqual(["bindAddress", "iceCredential", "iceServers", "iceUsername", "maxViewers", "maxViewersPerStream", "mediaTimeoutMs", "playback", "publicIp", "udpPorts"]);
+    expect(Object.keys(c.srt!).sort()).toEqual(["idleMs", "latencyMs", "perUser", "ports", "publicHost"]);
+    // A user's share of SRT ports: a quarter of the range unless set, at least one.
+    expect(c.srt).toMatchObject({ perUser: 2, idleMs: 86_400_000 });
+    expect(loadConfig({ SRT_PORTS: "9000" }).srt!.perUser).toBe(1);
+    expect(loadConfig({ SRT_PORTS: "9000-9010", SRT_PORTS_PER_USER: "7", SRT_LISTENER_IDLE_SECONDS: "60" }).srt).toMatchObject({ perUser: 7, idleMs: 60_000 });
+    expect(() => loadConfig({ SRT_PORTS: "9000-9010", SRT_PORTS_PER_USER: "0" })).toThrow(/SRT_PORTS_PER_USER/);
     expect(Object.keys(c.s3!).sort()).toEqual(["accessKeyId", "bucket", "endpoint", "forcePathStyle", "region", "secretAccessKey"]);
     expect(c.limits).toEqual(DEFAULT_LIMITS);
     expect(Object.keys(c.limits).sort()).toEqual(
       [
         "apiRatePerSecond", "apiRateBurst", "maxProfilesPerStream", "maxTargetsPerStream", "maxLiveStreamsPerUser", "maxStreamsPerUser",
         "maxWebhooksPerUser", "maxTargetsPerUser", "maxSigningKeysPerUser", "maxRenditionWidth", "maxRenditionHeight", "maxRenditionFps",
+        "maxAssetsPerUser", "maxClipBytesPerUser", "maxPullsPerNode",
+        "webhookQuestionRate", "webhookQuestionsInFlight", "nodeWebhookQuestionRate", "nodeWebhookQuestionsInFlight",
+        "blockingWaitsPerPlayback", "blockingWaitsPerClient", "blockingWaitsPerNode", "publicMaxConnections",
       ].sort(),
     );
   });

@@ -1,4 +1,4 @@
-import { ViewerCounter } from "../../../src/playback/viewers";
+import { ViewerCounter, WEBRTC_VIEWER_PREFIX, type ViewerCount } from "../../../src/playback/viewers";
 
 // Concurrent viewers from playlist requests, with explicit times: a viewer counts while seen
 // within the window, and memory stays bounded whatever ids clients make up.
@@ -70,5 +70,61 @@ describe("ViewerCounter", () => {
     // Expired entries make room for new ones.
     counter.seen("late", "v", 30_000);
     expect(Object.fromEntries(counter.counts(30_000))).toEqual({ late: 1 });
+  });
+
+  // WebRTC playback tells its viewers as `webrtc-<id>`; every other id is an HLS player session.
+  const w = (id: string) => `${WEBRTC_VIEWER_PREFIX}${id}`;
+  type ProtocolStep = ["seen", string, string, number] | ["counts", number, Record<string, ViewerCount>];
+  it.each<[string, ProtocolStep[]]>([
+    [
+      "WebRTC and HLS viewers of one playback id: all counted, WebRTC's apart",
+      [["seen", "p1", w("a"), 0], ["seen", "p1", w("b"), 0], ["seen", "p1", "hls1", 0], ["counts", 0, { p1: { viewers: 3, webrtc: 2 } }]],
+    ],
+    ["HLS only: no WebRTC viewers", [["seen", "p1", "hls1", 0], ["counts", 0, { p1: { viewers: 1, webrtc: 0 } }]]],
+    [
+      "a WebRTC viewer seen again (every 5 s) counts once",
+      [["seen", "p1", w("a"), 0], ["seen", "p1", w("a"), 5_000], ["seen", "p1", w("a"), 10_000], ["counts", 10_000, { p1: { viewers: 1, webrtc: 1 } }]],
+    ],
+    [
+      "per playback id: a WebRTC viewer of one is not one of the other",
+      [["seen", "p1", w("a"), 0], ["seen", "p2", "hls1", 0], ["counts", 0, { p1: { viewers: 1, webrtc: 1 }, p2: { viewers: 1, webrtc: 0 } }]],
+    ],
+    [
+      "a WebRTC viewer that stops being told leaves the WebRTC count with the total; the HLS one stays",
+      [["seen", "p1", w("a"), 0], ["seen", "p1", "hls1", 10_000], ["counts", 30_000, { p1: { viewers: 1, webrtc: 0 } }], ["seen", "p1", w("b"), 31_000], ["counts", 31_000, { p1: { viewers: 2, webrtc: 1 } }]],
+    ],
+    ["the prefix must start the id", [["seen", "p1", `x${w("a")}`, 0], ["seen", "p1", "webrtc", 0], ["counts", 0, { p1: { viewers: 2, webrtc: 0 } }]]],
+  ])("by protocol: %s", (_name, steps) => {
+    const counter = new ViewerCounter({ windowMs: 30_000 });
+    for (const step of steps) {
+      if (step[0] === "seen") counter.seen(step[1], step[2], step[3]);
+      else {
+        const byProtocol = counter.countsByProtocol(step[1]);
+        expect(Object.fromEntries(byProtocol)).toEqual(step[2]);
+        // The totals are the same by either count.
+        expect(Object.fromEntries(counter.counts(step[1]))).toEqual(Object.fromEntries([...byProtocol].map(([id, c]) => [id, c.viewers])));
+      }
+    }
+  });
+
+  it("by protocol: expiry under the caps keeps the WebRTC count right", () => {
+    const counter = new ViewerCounter({ windowMs: 30_000, maxPerPlayback: 4 });
+    for (const id of [w("a"), w("b"), "hls1", "hls2"]) counter.seen("p1", id, 0);
+    // Full: a new WebRTC viewer waits until the first ones expire and make room.
+    counter.seen("p1", w("c"), 10_000);
+    expect(Object.fromEntries(counter.countsByProtocol(10_000))).toEqual({ p1: { viewers: 4, webrtc: 2 } });
+    counter.seen("p1", "hls1", 20_000);
+    counter.seen("p1", w("c"), 30_000);
+    expect(Object.fromEntries(counter.countsByProtocol(30_000))).toEqual({ p1: { viewers: 2, webrtc: 1 } });
+    expect(counter.tracked).toBe(2);
+  });
+
+  it("says whether a viewer is still watching: seen within the window", () => {
+    const counter = new ViewerCounter({ windowMs: 30_000 });
+    counter.seen("p1", "a", 0);
+    expect(counter.watching("p1", "a", 29_999)).toBe(true);
+    expect(counter.watching("p1", "a", 30_000)).toBe(false);
+    expect(counter.watching("p1", "b", 0)).toBe(false);
+    expect(counter.watching("p2", "a", 0)).toBe(false);
   });
 });

@@ -32,7 +32,7 @@ async function manager(over: Partial<SessionManagerDeps> = {}): Promise<SessionM
     ...runtimeDeps,
     keys,
     leaseMs: 10_000,
-    orphans: { store: w.store, events: w.events, log: w.deps.log, handOffRecording: async (_tx, _streamId, sessionId) => void handedOff.push(sessionId) },
+    orphans: { store: w.store, events: w.events, log: w.deps.log, recordingKept: async () => true, handOffRecording: async (_tx, _streamId, sessionId) => void handedOff.push(sessionId) },
     ...over,
   });
 }
@@ -210,5 +210,85 @@ describe("SessionManager", () => {
     await settle();
     expect(await publish(m, b, "pub-b2")).toBeUndefined();
     await m.shutdown();
+  });
+
+  it("MAX_LIVE_STREAMS_PER_USER holds across nodes: a stream held by another node counts", async () => {
+    const a = await newStream("a");
+    const b = await newStream("b");
+    const here = await manager({ maxLiveStreamsPerUser: 1 });
+    const there = await manager({ maxLiveStreamsPerUser: 1, nodeId: "node-there" });
+    expect(await publish(there, a, "pub-a")).toBeUndefined();
+    expect(await publish(here, b, "pub-b")).toMatch(/already has 1 live streams, the limit \(MAX_LIVE_STREAMS_PER_USER=1\)/);
+    expect(here.liveCount).toBe(0);
+    await there.shutdown();
+    expect(await publish(here, b, "pub-b2")).toBeUndefined();
+    await here.shutdown();
+  });
+
+  it("a terminate stored while the session is being opened ends it once open, and a later session is not touched", async () => {
+    const cam = await newStream("cam");
+    const m = await manager();
+    m.admit(cam.streamKey!, "pub-1");
+    const opening = m.onPublishStart("pub-1", cam.streamKey!);
+    // Sent through another node: stored (and announced), while this node has no session to end yet.
+    await w.store.transaction(async (tx) => tx.nodes.recordControl(cam.id, true));
+    expect(await opening).toBeUndefined();
+    const first = m.liveSession(cam.id);
+    expect(first).toBeDefined();
+    await until("the session opened under the terminate ends", () => first!.isEnding);
+    await first!.closed;
+    expect(first!.endReason).toBe("terminated");
+    // The next publish opens a session the old terminate does not end.
+    expect(await publish(m, cam, "pub-2")).toBeUndefined();
+    const second = await goLive(m, cam);
+    await m.reconcile();
+    expect(second.isLive).toBe(true);
+    await m.shutdown();
+  });
+
+  it("a session whose lease another node took stops without writing: no stream.idle, no end, no counters from here", async () => {
+    const cam = await newStream("cam");
+    const m = await manager();
+    await publish(m, cam, "pub-1");
+    const rt = await goLive(m, cam);
+    const before = (await w.store.sessions.get(rt.session.id))!;
+    // Another node took the stream (its lease ran out while this one was paused) and ended the session.
+    await w.store.db.run("UPDATE streams SET live_node = 'node-b', live_epoch = live_epoch + 1 WHERE id = ?", [cam.id]);
+    await m.leasesHeld(await w.store.nodes.beat({ id: w.deps.nodeId, roles: ["ingest"], internalUrl: null, rtmpAddress: null, startedAt: 0 }, 10_000));
+    await rt.closed;
+    expect(rt.endReason).toBe("lease lost");
+    expect(w.disconnected.map((d) => d.publisherId)).toEqual(["pub-1"]);
+    expect(w.events.names(cam.id)).toEqual(["stream.started"]);
+    const after = (await w.store.sessions.get(rt.session.id))!;
+    expect(after.endedAt).toBeNull();
+    expect(after.sourceSegments).toBe(before.sourceSegments);
+    // The other node's lease is untouched: this one gave nothing back.
+    expect(await w.store.nodes.holder(cam.id)).toBe("node-b");
+    expect(m.liveCount).toBe(0);
+  });
+
+  it("an end that could not be written keeps the lease until it is: the next publish waits, and the stream never has two open sessions", async () => {
+    const cam = await newStream("cam");
+    const m = await manager();
+    await publish(m, cam, "pub-1");
+    const first = await goLive(m, cam);
+    const realTransaction = w.store.transaction;
+    w.store.transaction = (() => Promise.reject(new Error("SQLITE_FULL: database or disk is full"))) as typeof realTransaction;
+    m.interrupt(cam.id, "terminated");
+    await first.closed;
+    expect((await w.store.sessions.get(first.session.id))!.endedAt).toBeNull();
+    expect(await w.store.nodes.holder(cam.id)).toBe(w.deps.nodeId);
+    // The encoder is back before the end could be written: its session waits for it.
+    w.store.transaction = realTransaction;
+    m.admit(cam.streamKey!, "pub-2");
+    const next = m.onPublishStart("pub-2", cam.streamKey!);
+    await w.clock.advance(2000);
+    expect(await next).toBeUndefined();
+    expect((await w.store.sessions.get(first.session.id))!.endedAt).not.toBeNull();
+    expect((await w.store.sessions.listOpenForParent(cam.id)).map((s) => s.id)).toEqual([m.liveSession(cam.id)!.session.id]);
+    await goLive(m, cam);
+    await m.shutdown();
+    expectPaired(w.events.names(cam.id));
+    expect((await w.store.sessions.listOpenForParent(cam.id))).toEqual([]);
   });
 });

@@ -28,7 +28,9 @@ afterEach(async () => {
 });
 
 async function open(publisherId = "pub-1"): Promise<StreamRuntime> {
-  const rt = await StreamRuntime.open(stream, publisherId, w.deps, (s) => closed.push(s));
+  const claim = await w.store.nodes.claimStream(stream.id, w.deps.nodeId, 15_000);
+  if (!claim.taken) throw new Error("the test's stream is held elsewhere");
+  const rt = await StreamRuntime.open(stream, publisherId, w.deps, (s) => closed.push(s), { lease: claim.lease, controlSeq: 0 });
   rt.start();
   return rt;
 }

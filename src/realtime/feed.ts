@@ -1,0 +1,186 @@
+import type { Logger } from "../log";
+import type { RealtimeTap } from "../media";
+import { FlvReader, FlvTagType } from "../rtmp";
+import type { Rendition } from "../shapes";
+import { randomSsrc, type RtpPacket } from "../webrtc";
+import { readFlvVideo, webrtcFrame, type AvcConfig } from "./avc";
+
+// A live session's frames for WebRTC playback: each encoded rendition's H.264 as its ffmpeg
+// writes it (FLV, one tag per frame), the Opus audio as RTP. It outlives a pipeline run, as the
+// packager does: a restart or a reconnect continues the same timeline, so viewers stay.
+
+/** An encoded frame on the session's timeline (90 kHz), NAL units behind 4-byte lengths. */
+export interface VideoFrame {
+  rendition: number;
+  timestamp: number;
+  keyframe: boolean;
+  data: Buffer;
+}
+
+/** An Opus packet on the session's timeline (48 kHz). */
+export interface AudioFrame {
+  timestamp: number;
+  data: Buffer;
+}
+
+export interface FeedListener {
+  video(frame: VideoFrame): void;
+  audio(frame: AudioFrame): void;
+  /** The session ended: no more frames. */
+  feedEnded(): void;
+}
+
+/** The node's Opus socket: a run's audio reaches its feed by the SSRC ffmpeg was given. */
+export interface AudioRoutes {
+  port: number;
+  route(ssrc: number, to: (packet: RtpPacket) => void): void;
+  unroute(ssrc: number): void;
+}
+
+/** A run starts this far after the previous one's last frame: its timestamps only grow. */
+const RUN_GAP_SECONDS = 0.1;
+
+export class LiveFeed {
+  private readonly listeners = new Set<FeedListener>();
+  private run: FeedRun | undefined;
+  /** Where the current run's zero is on the session's timeline. */
+  private runBase = 0;
+  private lastSeconds = 0;
+  /** When the last frame came (ms): the gap a restart or a reconnect leaves is this far from now. */
+  private lastAt = Date.now();
+  private ended = false;
+  /** Renditions that have sent a keyframe: a viewer can start on them. */
+  private readonly started = new Set<number>();
+
+  /** A copied source showed B-frames (a composition offset): WebRTC players cannot take it. */
+  private bframes = false;
+
+  constructor(
+    readonly playbackId: string,
+    readonly renditions: Rendition[],
+    private readonly audio: AudioRoutes | undefined,
+    private readonly log: Logger,
+  ) {}
+
+  /** Some rendition has had a keyframe in this session: there is something to play. */
+  get playable(): boolean {
+    return this.started.size > 0;
+  }
+
+  /** Why the session cannot be played over WebRTC, if it cannot. */
+  get refusal(): string | undefined {
+    if (this.bframes) return "the stream's source has B-frames, which WebRTC players cannot play: publish without them (x264 bframes=0, OBS's zerolatency tune) or add profiles, and play its HLS meanwhile";
+    return undefined;
+  }
+
+  /** A listener that comes after the end (or the B-frames' refusal) hears it at once. */
+  listen(listener: FeedListener): () => void {
+    if (this.ended || this.bframes) {
+      listener.feedEnded();
+      return () => undefined;
+    }
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  get viewers(): number {
+    return this.listeners.size;
+  }
+
+  /** The tap for the next pipeline run; `hasAudio`: the source has audio to encode. */
+  startRun(hasAudio: boolean): RealtimeTap {
+    this.run?.stop();
+    // As much later as the wall clock says (at least RUN_GAP_SECONDS): a player's jitter buffer
+    // takes a timestamp that jumps less than the time that passed for a delay to make up.
+    if (this.run) this.runBase = this.lastSeconds + Math.max(RUN_GAP_SECONDS, (Date.now() - this.lastAt) / 1000);
+    const run = new FeedRun(this, this.runBase, this.log);
+    this.run = run;
+    const audio = hasAudio && this.audio ? { port: this.audio.port, ssrc: randomSsrc() } : undefined;
+    if (audio) this.audio!.route(audio.ssrc, (p) => run.audioPacket(p));
+    run.onStop = () => audio && this.audio!.unroute(audio.ssrc);
+    return { audio, video: (index, chunk) => run.videoChunk(index, chunk) };
+  }
+
+  /** The session is over: viewers are told, the audio route goes. */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.run?.stop();
+    for (const l of [...this.listeners]) l.feedEnded();
+    this.listeners.clear();
+  }
+
+  /** @internal A run's frame, on the session's timeline; `reordered`: it has a composition offset. */
+  emitVideo(frame: VideoFrame, seconds: number, reordered: boolean): void {
+    this.lastSeconds = Math.max(this.lastSeconds, seconds);
+    this.lastAt = Date.now();
+    if (reordered && !this.bframes) {
+      // Only a copied source can (the ladder encodes without B-frames): its viewers end, none start.
+      this.bframes = true;
+      this.log.info("WebRTC playback: the source has B-frames; the stream plays over HLS only");
+      for (const l of [...this.listeners]) l.feedEnded();
+      this.listeners.clear();
+    }
+    if (this.bframes) return;
+    if (frame.keyframe) this.started.add(frame.rendition);
+    for (const l of this.listeners) l.video(frame);
+  }
+
+  /** @internal */
+  emitAudio(frame: AudioFrame, seconds: number): void {
+    this.lastSeconds = Math.max(this.lastSeconds, seconds);
+    this.lastAt = Date.now();
+    for (const l of this.listeners) l.audio(frame);
+  }
+}
+
+/** One pipeline run's readers: FLV per rendition, the first audio timestamp. */
+class FeedRun {
+  onStop: (() => void) | undefined;
+  private readonly readers = new Map<number, { flv: FlvReader; config: AvcConfig | undefined; broken: boolean }>();
+  private firstAudioTs: number | undefined;
+  private stopped = false;
+
+  constructor(
+    private readonly feed: LiveFeed,
+    private readonly base: number,
+    private readonly log: Logger,
+  ) {}
+
+  stop(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.onStop?.();
+  }
+
+  videoChunk(index: number, chunk: Buffer): void {
+    let reader = this.readers.get(index);
+    if (!reader) this.readers.set(index, (reader = { flv: new FlvReader(), config: undefined, broken: false }));
+    if (this.stopped || reader.broken) return;
+    try {
+      for (const tag of reader.flv.push(chunk)) {
+        if (tag.type !== FlvTagType.video) continue;
+        const video = readFlvVideo(tag.data);
+        if (video?.kind === "config") reader.config = video.config;
+        else if (video?.kind === "frame" && reader.config) {
+          const seconds = this.base + (tag.timestamp + video.compositionMs) / 1000;
+          const data = webrtcFrame(video.nalus, reader.config, video.keyframe);
+          this.feed.emitVideo({ rendition: index, timestamp: Math.round(seconds * 90_000), keyframe: video.keyframe, data }, seconds, video.compositionMs !== 0);
+        }
+      }
+    } catch (err) {
+      // WebRTC playback of this rendition stops for the run; HLS, fed by its own pipe, goes on.
+      reader.broken = true;
+      this.log.warn({ err, rendition: index }, "WebRTC playback: a rendition's frames could not be read; its viewers wait for the next run");
+    }
+  }
+
+  audioPacket(p: RtpPacket): void {
+    if (this.stopped) return;
+    this.firstAudioTs ??= p.timestamp;
+    // Unsigned 32-bit distance from the run's first packet: RTP timestamps wrap.
+    const samples = (p.timestamp - this.firstAudioTs) >>> 0;
+    const seconds = this.base + samples / 48_000;
+    this.feed.emitAudio({ timestamp: Math.round(this.base * 48_000) + samples, data: p.payload }, seconds);
+  }
+}

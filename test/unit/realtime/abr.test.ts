@@ -1,0 +1,59 @@
+import { chooseRung, KEEP_HEADROOM, UP_HEADROOM, type Rung } from "../../../src/realtime/abr";
+
+// A 720p / 480p / 360p ladder, index 0 the highest, as renditionLadder orders the default one.
+const LADDER: Rung[] = [
+  { index: 0, bitrate: 3_000_000 },
+  { index: 1, bitrate: 1_500_000 },
+  { index: 2, bitrate: 600_000 },
+];
+
+describe("chooseRung", () => {
+  it("keeps more headroom to go up than to stay", () => {
+    expect(KEEP_HEADROOM).toBeGreaterThan(1);
+    expect(UP_HEADROOM).toBeGreaterThan(KEEP_HEADROOM);
+  });
+
+  // Thresholds with these headrooms: staying on 0 needs 3.45 Mb/s, going up to it 4.5; staying on
+  // 1 needs 1.725, going up to it 2.25; staying on 2 needs 0.69.
+  it.each<[string, number, number, number | undefined, number]>([
+    ["start: the highest that fits with the keeping headroom", 4_000_000, 0, undefined, 0],
+    ["start: one below when the top does not fit", 3_400_000, 0, undefined, 1],
+    ["start: the lowest on a low estimate", 1_000_000, 0, undefined, 2],
+    ["start: a current index not in the ladder counts as none", 4_000_000, 0, 7, 0],
+    ["stays on the top while the estimate carries it", 3_500_000, 0, 0, 0],
+    ["down from the top when the estimate falls", 3_000_000, 0, 0, 1],
+    ["down two when it falls further", 1_200_000, 0, 0, 2],
+    ["down from the middle", 1_700_000, 0, 1, 2],
+    ["no up-switch on a small rise (what a start would take)", 4_000_000, 0, 1, 1],
+    ["no up-switch just under the up headroom", 4_499_000, 0, 1, 1],
+    ["up when the estimate is clearly above", 4_600_000, 0, 1, 0],
+    ["up from the bottom to the middle, not further", 2_300_000, 0, 2, 1],
+    ["up from the bottom straight to the top", 5_000_000, 0, 2, 0],
+    ["no up-switch from the bottom on a small rise", 2_000_000, 0, 2, 2],
+    ["the lowest when nothing fits", 300_000, 0, 0, 2],
+    ["the lowest when nothing fits at the start", 0, 0, undefined, 2],
+    ["the audio's share is not the video's: start", 3_500_000, 96_000, undefined, 1],
+    ["the audio's share is not the video's: staying", 3_500_000, 96_000, 0, 1],
+    ["the audio's share is not the video's: going up", 4_550_000, 96_000, 1, 1],
+    ["audio alone larger than the estimate", 50_000, 96_000, 1, 2],
+  ])("%s", (_what, estimate, audio, current, expected) => {
+    expect(chooseRung(LADDER, estimate, audio, current)).toBe(expected);
+  });
+
+  it("does not depend on the order the ladder is given in", () => {
+    const shuffled = [LADDER[2]!, LADDER[0]!, LADDER[1]!];
+    expect(chooseRung(shuffled, 4_000_000, 0, undefined)).toBe(0);
+    expect(chooseRung(shuffled, 3_000_000, 0, 0)).toBe(1);
+    expect(chooseRung(shuffled, 100_000, 0, 0)).toBe(2);
+  });
+
+  it("answers with the rung's index, not its place in the list", () => {
+    const ladder: Rung[] = [{ index: 5, bitrate: 2_000_000 }, { index: 9, bitrate: 500_000 }];
+    expect(chooseRung(ladder, 3_000_000, 0, undefined)).toBe(5);
+    expect(chooseRung(ladder, 100_000, 0, undefined)).toBe(9);
+  });
+
+  it("refuses an empty ladder", () => {
+    expect(() => chooseRung([], 1_000_000, 0, undefined)).toThrow("no renditions");
+  });
+});

@@ -1,0 +1,76 @@
+import { createLogger } from "../../../src/log";
+import { LiveFeed, type VideoFrame } from "../../../src/realtime/feed";
+import { WhepViewer } from "../../../src/realtime/viewer";
+import type { RestrictedOffer } from "../../../src/webrtc";
+import type { Rendition } from "../../../src/shapes";
+
+// The viewer's frame choice (startsHere) on a two-rung ladder whose pipes deliver frames in the
+// order a real ladder's do: a faster, smaller encoder's frames can come before a slower one's of
+// the same instant. The sending track is a stand-in that records what reaches libdatachannel.
+
+const log = createLogger("silent");
+const renditions = [
+  { index: 0, name: "720p", encode: { width: 1280, height: 720, bitrate: 3_000_000, fps: 30, gopFrames: 60 } },
+  { index: 1, name: "360p", encode: { width: 640, height: 360, bitrate: 600_000, fps: 30, gopFrames: 60 } },
+] as unknown as Rendition[];
+const offer: RestrictedOffer = { sdp: "", candidates: [], video: { mid: "0", payloadType: 96, fmtp: undefined }, audio: undefined } as unknown as RestrictedOffer;
+
+function viewerOnLowestRung() {
+  const feed = new LiveFeed("p", renditions, undefined, log);
+  // 1 Mb/s: the start choice is the 360p rung (index 1).
+  const v = new WhepViewer("id", feed, offer, { rtc: { iceServers: [] }, publicIp: undefined, startBitrate: 1_000_000 }, log);
+  const sent: { rendition: number; ts: number; key: boolean }[] = [];
+  let current: VideoFrame | undefined;
+  const track = { isOpen: () => true, sendMessageBinary: () => (sent.push({ rendition: current!.rendition, ts: current!.timestamp, key: current!.keyframe }), true) };
+  Object.assign(v, { videoSender: { track, config: { timestamp: 0 }, base: 0 } });
+  const push = (rendition: number, ts: number, keyframe = false) => {
+    current = { rendition, timestamp: ts, keyframe, data: Buffer.alloc(1) };
+    v.video(current);
+  };
+  return { v, feed, sent, push, target: (bps: number) => Object.assign(v, { target: (v as unknown as { choose(n: number): number }).choose(bps) }) };
+}
+
+const GOP = 180_000; // 2 s at 90 kHz
+const FRAME = 3000;
+
+describe("WhepViewer switching", () => {
+  it("never sends a rendition's P-frames after holding back the keyframe they depend on", () => {
+    const { sent, push, target } = viewerOnLowestRung();
+    push(1, 0, true);
+    push(1, FRAME);
+    target(10_000_000); // the player's REMB asks for 720p
+    // The next GOP: 360p (fast encoder) delivers its keyframe and a P-frame before 720p's keyframe.
+    push(1, GOP, true);
+    push(1, GOP + FRAME);
+    push(0, GOP, true);
+    push(0, GOP + FRAME);
+    const after = sent.filter((f) => f.ts >= GOP);
+    // Either the switch happened at GOP, or 360p went on from its own keyframe: never a P-frame
+    // of 360p without its keyframe.
+    const orphan = after.find((f) => f.rendition === 1 && !f.key && !after.some((k) => k.rendition === 1 && k.key));
+    expect(orphan).toBeUndefined();
+  });
+
+  it("switches up when the target's keyframe of the same instant comes after the current rung's next frame", () => {
+    const { v, push, target } = viewerOnLowestRung();
+    push(1, 0, true);
+    target(10_000_000);
+    for (let gop = 1; gop <= 3; gop++) {
+      push(1, gop * GOP, true);
+      push(1, gop * GOP + FRAME);
+      push(0, gop * GOP, true);
+      push(0, gop * GOP + FRAME);
+    }
+    expect(v.status().switches).toBe(1);
+  });
+});
+
+describe("LiveFeed listeners", () => {
+  it("tells a listener that joins after the end that the feed ended", () => {
+    const feed = new LiveFeed("p", renditions, undefined, log);
+    feed.end();
+    let told = false;
+    feed.listen({ video: () => undefined, audio: () => undefined, feedEnded: () => (told = true) });
+    expect(told || feed.viewers === 0).toBe(true);
+  });
+});
