@@ -1,5 +1,6 @@
-// Which rendition a WebRTC viewer gets, from the bandwidth its player estimates (REMB). A pure
-// function: the viewer applies its answer at the next keyframe of the rendition it names.
+// Which rendition a WebRTC viewer gets, from the bandwidth its player estimates (REMB) and the
+// loss its receiver reports show. Pure functions: the viewer applies the answer at the next
+// keyframe of the rendition it names.
 
 export interface Rung {
   index: number;
@@ -26,4 +27,24 @@ export function chooseRung(rungs: Rung[], estimate: number, audioBitrate: number
   const byRate = [...rungs].sort((a, b) => b.bitrate - a.bitrate);
   const fits = byRate.find((r) => r.bitrate * (now && r.bitrate > now.bitrate ? UP_HEADROOM : KEEP_HEADROOM) <= budget);
   return (fits ?? byRate[byRate.length - 1]!).index;
+}
+
+/** Past this fraction lost, the sender's own estimate comes down (GCC's loss-based controller). */
+export const LOSS_HIGH = 0.1;
+/** Under this fraction lost, it may climb again. */
+export const LOSS_LOW = 0.02;
+/** How far it climbs per loss-free report: +5 %, about once a second with browsers' reports. */
+const LOSS_FREE_GROWTH = 1.05;
+
+/**
+ * The sender's loss-based estimate after one receiver report (draft-ietf-rmcat-gcc-02 §6):
+ * down by half the fraction lost past 10 %, up 5 % under 2 %, unchanged between. `sent` is
+ * what the viewer is being sent now (the cut starts there, not from an estimate far above it);
+ * `previous` is Infinity while no loss has limited it. A player whose REMB stays high on a
+ * lossy path (a congested last mile its estimate misses) still steps down.
+ */
+export function lossEstimate(previous: number, sent: number, fractionLost: number): number {
+  if (fractionLost > LOSS_HIGH) return Math.min(previous, sent) * (1 - 0.5 * fractionLost);
+  if (fractionLost < LOSS_LOW) return previous * LOSS_FREE_GROWTH;
+  return previous;
 }

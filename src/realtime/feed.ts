@@ -28,6 +28,8 @@ export interface FeedListener {
   audio(frame: AudioFrame): void;
   /** The session ended: no more frames. */
   feedEnded(): void;
+  /** This run will send no more of a rendition's frames (they could not be read). */
+  renditionLost?(index: number): void;
 }
 
 /** The node's Opus socket: a run's audio reaches its feed by the SSRC ffmpeg was given. */
@@ -51,6 +53,8 @@ export class LiveFeed {
   private ended = false;
   /** Renditions that have sent a keyframe: a viewer can start on them. */
   private readonly started = new Set<number>();
+  /** Renditions whose frames this run could not read: none of theirs come until the next run. */
+  private readonly lost = new Set<number>();
 
   /** A copied source showed B-frames (a composition offset): WebRTC players cannot take it. */
   private bframes = false;
@@ -64,7 +68,11 @@ export class LiveFeed {
 
   /** Some rendition has had a keyframe in this session: there is something to play. */
   get playable(): boolean {
-    return this.started.size > 0;
+    return [...this.started].some((index) => !this.lost.has(index));
+  }
+
+  isLost(index: number): boolean {
+    return this.lost.has(index);
   }
 
   /** Why the session cannot be played over WebRTC, if it cannot. */
@@ -95,6 +103,7 @@ export class LiveFeed {
     if (this.run) this.runBase = this.lastSeconds + Math.max(RUN_GAP_SECONDS, (Date.now() - this.lastAt) / 1000);
     const run = new FeedRun(this, this.runBase, this.log);
     this.run = run;
+    this.lost.clear();
     const audio = hasAudio && this.audio ? { port: this.audio.port, ssrc: randomSsrc() } : undefined;
     if (audio) this.audio!.route(audio.ssrc, (p) => run.audioPacket(p));
     run.onStop = () => audio && this.audio!.unroute(audio.ssrc);
@@ -121,9 +130,15 @@ export class LiveFeed {
       for (const l of [...this.listeners]) l.feedEnded();
       this.listeners.clear();
     }
-    if (this.bframes) return;
+    if (this.bframes || this.lost.has(frame.rendition)) return;
     if (frame.keyframe) this.started.add(frame.rendition);
     for (const l of this.listeners) l.video(frame);
+  }
+
+  /** @internal A run stopped reading a rendition: its viewers move to another one, or end. */
+  loseRendition(index: number): void {
+    this.lost.add(index);
+    for (const l of [...this.listeners]) l.renditionLost?.(index);
   }
 
   /** @internal */
@@ -170,8 +185,10 @@ class FeedRun {
       }
     } catch (err) {
       // WebRTC playback of this rendition stops for the run; HLS, fed by its own pipe, goes on.
+      // Its viewers move to another rendition at its next keyframe (or end and fall back to HLS).
       reader.broken = true;
-      this.log.warn({ err, rendition: index }, "WebRTC playback: a rendition's frames could not be read; its viewers wait for the next run");
+      this.log.warn({ err, rendition: index }, "WebRTC playback: a rendition's frames could not be read; its viewers move to another rendition");
+      this.feed.loseRendition(index);
     }
   }
 

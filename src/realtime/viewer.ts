@@ -13,7 +13,7 @@ import {
 import type { Logger } from "../log";
 import { OPUS_BITRATE } from "../media";
 import { addOfferCandidates, gathered, OfferError, PLAYOUT_DELAY_URI, randomSsrc, readRtcp, REMOTE_CANDIDATES_DELAY_MS, withPublicAddress, type RestrictedOffer } from "../webrtc";
-import { chooseRung } from "./abr";
+import { chooseRung, lossEstimate } from "./abr";
 import type { AudioFrame, FeedListener, LiveFeed, VideoFrame } from "./feed";
 
 export interface ViewerSettings {
@@ -29,7 +29,10 @@ export interface ViewerStatus {
   playbackId: string;
   /** The rendition sent now; size and bit rate are null for a copied source. */
   rendition: { index: number; name: string; width: number | null; height: number | null; bitrate: number | null } | null;
+  /** The player's own estimate (REMB), bits per second. */
   estimatedBitrate: number | null;
+  /** onair's estimate from the loss the player reports, when loss has limited it. */
+  lossLimitedBitrate: number | null;
   framesSent: number;
   /** Frames libdatachannel would not take (its send queue full, the transport gone). */
   framesDropped: number;
@@ -87,6 +90,8 @@ export class WhepViewer implements FeedListener {
    */
   private held = false;
   private estimate: number | null = null;
+  /** The loss-based estimate (see lossEstimate): Infinity while loss has not limited it. */
+  private lossLimit = Infinity;
   private framesSent = 0;
   private framesDropped = 0;
   private audioSent = 0;
@@ -103,7 +108,7 @@ export class WhepViewer implements FeedListener {
     private readonly log: Logger,
   ) {
     this.ended = new Promise((resolve) => (this.endWith = resolve));
-    this.target = this.choose(settings.startBitrate);
+    this.target = this.choose(settings.startBitrate) ?? 0;
   }
 
   /** The rendition the viewer starts on (at the next keyframe), by name. */
@@ -117,6 +122,11 @@ export class WhepViewer implements FeedListener {
 
   get isEnded(): boolean {
     return this.reason !== undefined;
+  }
+
+  /** ICE and DTLS are done: the player is receiving (or able to). */
+  get isConnected(): boolean {
+    return this.connected;
   }
 
   /** Sets the peer up from the offer and resolves with the answer (candidates gathered). */
@@ -158,6 +168,7 @@ export class WhepViewer implements FeedListener {
       playbackId: this.feed.playbackId,
       rendition: r ? { index: r.index, name: r.name, width: e?.width ?? null, height: e?.height ?? null, bitrate: e?.bitrate ?? null } : null,
       estimatedBitrate: this.estimate,
+      lossLimitedBitrate: Number.isFinite(this.lossLimit) ? Math.round(this.lossLimit) : null,
       framesSent: this.framesSent,
       framesDropped: this.framesDropped,
       audioSent: this.audioSent,
@@ -228,10 +239,25 @@ export class WhepViewer implements FeedListener {
     return true;
   }
 
-  private choose(estimate: number): number {
+  /** The rendition the estimates carry, of those the feed can still send; undefined: none. */
+  private choose(estimate: number): number | undefined {
     // A copied source is the only rendition: its bit rate does not matter.
-    const rungs = this.feed.renditions.map((r) => ({ index: r.index, bitrate: r.encode?.bitrate ?? 0 }));
-    return chooseRung(rungs, estimate, this.offer.audio ? OPUS_BITRATE : 0, this.current);
+    const rungs = this.feed.renditions.filter((r) => !this.feed.isLost(r.index)).map((r) => ({ index: r.index, bitrate: r.encode?.bitrate ?? 0 }));
+    if (rungs.length === 0) return undefined;
+    return chooseRung(rungs, Math.min(estimate, this.lossLimit), this.offer.audio ? OPUS_BITRATE : 0, this.current);
+  }
+
+  /** Chooses again from both estimates; with no rendition left to send, the viewer ends. */
+  private retarget(): void {
+    const target = this.choose(this.estimate ?? this.settings.startBitrate);
+    if (target === undefined) return this.end("no rendition of the stream can be sent over WebRTC now");
+    this.target = target;
+  }
+
+  /** What the viewer is being sent now (bits per second); Infinity for a copied source (no ladder to step down). */
+  private sending(): number {
+    const bitrate = this.feed.renditions.find((r) => r.index === this.current)?.encode?.bitrate;
+    return bitrate === undefined ? Infinity : bitrate + (this.offer.audio ? OPUS_BITRATE : 0);
   }
 
   private addVideo(pc: PeerConnection): Sender {
@@ -274,15 +300,34 @@ export class WhepViewer implements FeedListener {
     return { track, config, base: config.timestamp };
   }
 
-  /** What the player says of the video: its estimate moves the target rendition. */
+  /**
+   * What the player says of the video: its estimate (REMB) and the loss in its receiver reports
+   * move the target rendition. NACKs are answered from libdatachannel's buffer; a PLI is
+   * answered by the ladder's next keyframe (every second), which the viewer sends as it comes.
+   */
   private feedback(packet: Buffer): void {
+    let worstLoss: number | undefined;
+    let moved = false;
     for (const item of readRtcp(packet)) {
       if (item.kind === "remb") {
         this.estimate = item.bitrate;
-        this.target = this.choose(item.bitrate);
-      } else if (item.kind === "keyframe") this.keyframeRequests++;
+        moved = true;
+      } else if (item.kind === "loss") worstLoss = Math.max(worstLoss ?? 0, item.fraction);
+      else if (item.kind === "keyframe") this.keyframeRequests++;
       else if (item.kind === "nack") this.nacks += item.packets;
     }
+    if (worstLoss !== undefined && this.current !== undefined) {
+      this.lossLimit = lossEstimate(this.lossLimit, this.sending(), worstLoss);
+      moved = true;
+    }
+    if (moved) this.retarget();
+  }
+
+  /** The feed can no longer send this rendition (its frames could not be read): move off it. */
+  renditionLost(index: number): void {
+    if (this.isEnded) return;
+    if (this.target === index || this.current === index) this.held = false;
+    this.retarget();
   }
 
   private peerState(state: string): void {

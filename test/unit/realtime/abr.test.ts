@@ -1,4 +1,4 @@
-import { chooseRung, KEEP_HEADROOM, UP_HEADROOM, type Rung } from "../../../src/realtime/abr";
+import { chooseRung, KEEP_HEADROOM, LOSS_HIGH, LOSS_LOW, lossEstimate, UP_HEADROOM, type Rung } from "../../../src/realtime/abr";
 
 // A 720p / 480p / 360p ladder, index 0 the highest, as renditionLadder orders the default one.
 const LADDER: Rung[] = [
@@ -55,5 +55,36 @@ describe("chooseRung", () => {
 
   it("refuses an empty ladder", () => {
     expect(() => chooseRung([], 1_000_000, 0, undefined)).toThrow("no renditions");
+  });
+});
+
+describe("lossEstimate", () => {
+  it.each<[string, number, number, number, number]>([
+    ["no loss yet, none now: no limit", Infinity, 3_000_000, 0, Infinity],
+    ["heavy loss cuts from what is sent, not from no limit", Infinity, 3_000_000, 0.2, 2_700_000],
+    ["heavy loss cuts from the lower of the two", 2_000_000, 3_000_000, 0.5, 1_500_000],
+    ["just past the high mark cuts", 1_000_000, 3_000_000, 0.11, 945_000],
+    ["at the high mark: unchanged", 1_000_000, 3_000_000, LOSS_HIGH, 1_000_000],
+    ["between the marks: unchanged", 1_000_000, 3_000_000, 0.05, 1_000_000],
+    ["at the low mark: unchanged", 1_000_000, 3_000_000, LOSS_LOW, 1_000_000],
+    ["under the low mark: climbs 5 %", 1_000_000, 3_000_000, 0.01, 1_050_000],
+    ["total loss halves it", 1_000_000, 3_000_000, 1, 500_000],
+  ])("%s", (_what, previous, sent, fraction, expected) => {
+    expect(lossEstimate(previous, sent, fraction)).toBeCloseTo(expected, 3);
+  });
+
+  it("steps a 3-rung viewer down under sustained loss and back up once it clears", () => {
+    let limit = Infinity;
+    let current = 0;
+    for (let i = 0; i < 3; i++) {
+      limit = lossEstimate(limit, LADDER.find((r) => r.index === current)!.bitrate, 0.3);
+      current = chooseRung(LADDER, Math.min(10_000_000, limit), 0, current);
+    }
+    expect(current).toBe(2);
+    for (let i = 0; i < 60; i++) {
+      limit = lossEstimate(limit, LADDER.find((r) => r.index === current)!.bitrate, 0);
+      current = chooseRung(LADDER, Math.min(10_000_000, limit), 0, current);
+    }
+    expect(current).toBe(0);
   });
 });

@@ -23,9 +23,10 @@ function viewerOnLowestRung() {
   let current: VideoFrame | undefined;
   const track = { isOpen: () => true, sendMessageBinary: () => (sent.push({ rendition: current!.rendition, ts: current!.timestamp, key: current!.keyframe }), true) };
   Object.assign(v, { videoSender: { track, config: { timestamp: 0 }, base: 0 } });
+  feed.listen(v);
   const push = (rendition: number, ts: number, keyframe = false) => {
     current = { rendition, timestamp: ts, keyframe, data: Buffer.alloc(1) };
-    v.video(current);
+    feed.emitVideo(current, ts / 90_000, false);
   };
   return { v, feed, sent, push, target: (bps: number) => Object.assign(v, { target: (v as unknown as { choose(n: number): number }).choose(bps) }) };
 }
@@ -62,6 +63,72 @@ describe("WhepViewer switching", () => {
       push(0, gop * GOP + FRAME);
     }
     expect(v.status().switches).toBe(1);
+  });
+});
+
+/** A receiver report (RFC 3550 6.4.2) with one block saying this fraction (0-1) was lost. */
+function receiverReport(fractionLost: number): Buffer {
+  const rr = Buffer.alloc(32);
+  rr[0] = 0x81; // V=2, one report block
+  rr[1] = 201;
+  rr.writeUInt16BE(7, 2);
+  rr.writeUInt32BE(0x1234, 4);
+  rr.writeUInt32BE(0x5678, 8);
+  rr[12] = Math.round(fractionLost * 256);
+  return rr;
+}
+
+describe("WhepViewer feedback and lost renditions", () => {
+  const feedback = (v: WhepViewer, packet: Buffer) => (v as unknown as { feedback(p: Buffer): void }).feedback(packet);
+
+  it("steps down when receiver reports show heavy loss, though no REMB said so", () => {
+    const { v, push, target, sent } = viewerOnLowestRung();
+    push(1, 0, true);
+    target(10_000_000);
+    push(0, GOP, true);
+    expect(v.status().rendition?.index).toBe(0);
+    expect(v.status().lossLimitedBitrate).toBeNull();
+    feedback(v, receiverReport(0.25));
+    // 3 Mb/s sent (no audio offered), cut by 12.5 %: under what 720p needs with its headroom.
+    expect(v.status().lossLimitedBitrate).toBe(3_000_000 * 0.875);
+    push(0, 2 * GOP, true);
+    push(1, 2 * GOP, true);
+    expect(sent.at(-1)).toEqual({ rendition: 1, ts: 2 * GOP, key: true });
+    expect(v.status().switches).toBe(2);
+  });
+
+  it("moves its viewers to another rendition at its keyframe when one cannot be read", () => {
+    const { v, feed, push, sent } = viewerOnLowestRung();
+    push(1, 0, true);
+    push(0, 0, true);
+    feed.loseRendition(1);
+    expect(v.isEnded).toBe(false);
+    push(1, FRAME);
+    push(0, GOP, true);
+    expect(sent.map((f) => f.rendition)).toEqual([1, 0]);
+    expect(v.status().rendition?.index).toBe(0);
+  });
+
+  it("ends when no rendition is left to send, and the feed is no longer playable", () => {
+    const { v, feed, push } = viewerOnLowestRung();
+    push(1, 0, true);
+    push(0, 0, true);
+    feed.loseRendition(1);
+    expect(feed.playable).toBe(true);
+    feed.loseRendition(0);
+    expect(v.isEnded).toBe(true);
+    expect(feed.playable).toBe(false);
+  });
+
+  it("loses a rendition whose pipe brings what is not FLV, and has it again on the next run", () => {
+    const feed = new LiveFeed("p", renditions, undefined, log);
+    const lost: number[] = [];
+    feed.listen({ video: () => undefined, audio: () => undefined, feedEnded: () => undefined, renditionLost: (i) => lost.push(i) });
+    feed.startRun(false).video(1, Buffer.from("this is not an FLV stream at all"));
+    expect(lost).toEqual([1]);
+    expect(feed.isLost(1)).toBe(true);
+    feed.startRun(false);
+    expect(feed.isLost(1)).toBe(false);
   });
 });
 
