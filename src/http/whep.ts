@@ -2,6 +2,7 @@ import express, { type Request, type Response } from "express";
 import type { Credentials, PlaybackGate, PlaybackSubject } from "../playback";
 import { WhepRefusal, type WhepPlayback } from "../realtime";
 import { markedProxied, passedUrl, PROXIED } from "./proxyMark";
+import { clientKey } from "./hls";
 import { cors, offerOf, readOffer, SdpHttpError, sdpErrors, sendAnswer } from "./sdpExchange";
 
 // WHEP (draft-ietf-wish-whep) on the public port: POST /whep/<playbackId> with an SDP offer →
@@ -92,7 +93,9 @@ export function whepRouter(deps: WhepRoutesDeps): express.Router {
     const verdict = await deps.gate.open(subject, credentials(req));
     if (!verdict.ok) throw new SdpHttpError(verdict.status, [verdict.error], verdict.retryAfterSeconds !== undefined ? { "retry-after": String(verdict.retryAfterSeconds) } : {});
     try {
-      const { id, answer } = await whep.play(playbackId, () => offerOf(req, "a WHEP offer", (status, message) => new WhepRefusal(status, message)));
+      const client = markedProxied(req, deps.remote?.mark) ? undefined : clientKey(req.ip ?? "");
+      const offer = () => offerOf(req, "a WHEP offer", (status, message) => new WhepRefusal(status, message));
+      const { id, answer } = await whep.play(playbackId, offer, client);
       res.once("finish", () => whep.answered(id));
       sendAnswer(res, `/whep/${playbackId}/${id}`, id, answer, deps.iceLinks);
     } catch (err) {

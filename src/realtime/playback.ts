@@ -34,11 +34,21 @@ const SEEN_EVERY_MS = 5000;
 const FULL_RETRY_SECONDS = 10;
 
 /**
+ * Offers from one client address not yet connected, at most. A player makes one offer at a time
+ * and connects within a second; without a cap, one client's unanswered offers would hold every
+ * place of the caps (each for CONNECT_TIMEOUT_MS) and keep real viewers out.
+ */
+export const PENDING_PER_CLIENT = 10;
+const PENDING_RETRY_SECONDS = 2;
+
+/**
  * WebRTC playback (WHEP) on this node: a viewer per accepted offer, on the live feed of the
  * playback id it asked for. Who may watch is decided before (the playback gate, in http).
  */
 export class WhepPlayback {
   private readonly viewers = new Map<string, WhepViewer>();
+  /** The client address each viewer was asked from (absent for requests another node passed on). */
+  private readonly clients = new Map<string, string>();
   private readonly seenTimer: NodeJS.Timeout;
 
   constructor(private readonly deps: WhepPlaybackDeps) {
@@ -55,7 +65,8 @@ export class WhepPlayback {
     return this.deps.feeds.get(playbackId)?.playable === true;
   }
 
-  async play(playbackId: string, offerSdp: () => string): Promise<{ id: string; answer: string }> {
+  /** `client`: the asking address (see clientKey), undefined for a request another node passed on. */
+  async play(playbackId: string, offerSdp: () => string, client?: string): Promise<{ id: string; answer: string }> {
     const feed = this.deps.feeds.get(playbackId);
     if (!feed || !feed.playable) throw new WhepRefusal(404, "the stream is not live (or not on this node)");
     const refusal = feed.refusal;
@@ -63,6 +74,7 @@ export class WhepPlayback {
     if (this.viewers.size >= this.deps.maxViewers) throw new WhepRefusal(503, "this node serves as many WebRTC viewers as it may (WEBRTC_MAX_VIEWERS): play HLS, or try again later", FULL_RETRY_SECONDS);
     // Viewers still answering count: the feed hears of a viewer only once its answer is made.
     if (this.viewersOf(playbackId) >= this.deps.maxViewersPerStream) throw new WhepRefusal(503, "this stream has as many WebRTC viewers as it may (WEBRTC_MAX_VIEWERS_PER_STREAM): play HLS, or try again later", FULL_RETRY_SECONDS);
+    if (client !== undefined && this.pendingFrom(client) >= PENDING_PER_CLIENT) throw new WhepRefusal(429, `this address has ${PENDING_PER_CLIENT} WebRTC offers not yet connected: connect those first`, PENDING_RETRY_SECONDS);
     let offer;
     try {
       offer = restrictOffer(offerSdp(), "play");
@@ -73,7 +85,11 @@ export class WhepPlayback {
     const id = randomBytes(18).toString("base64url");
     const viewer = new WhepViewer(id, feed, offer, this.deps.settings, this.deps.log.child({ playbackId, whepId: id }));
     this.viewers.set(id, viewer);
-    void viewer.ended.then(() => this.viewers.delete(id));
+    if (client !== undefined) this.clients.set(id, client);
+    void viewer.ended.then(() => {
+      this.viewers.delete(id);
+      this.clients.delete(id);
+    });
     try {
       const answer = await viewer.answer();
       this.deps.log.info({ playbackId, whepId: id, rendition: viewer.startRendition }, "WHEP viewer answered");
@@ -86,6 +102,12 @@ export class WhepPlayback {
       if (err instanceof OfferError) throw new WhepRefusal(400, err.message);
       throw err;
     }
+  }
+
+  private pendingFrom(client: string): number {
+    let n = 0;
+    for (const [id, c] of this.clients) if (c === client && !this.viewers.get(id)?.isConnected) n++;
+    return n;
   }
 
   private viewersOf(playbackId: string): number {

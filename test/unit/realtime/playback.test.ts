@@ -1,7 +1,7 @@
 import { Audio, PeerConnection, Video } from "node-datachannel";
 import { createLogger } from "../../../src/log";
 import { RealtimeFeeds } from "../../../src/realtime/feeds";
-import { WhepPlayback } from "../../../src/realtime/playback";
+import { PENDING_PER_CLIENT, WhepPlayback, WhepRefusal } from "../../../src/realtime/playback";
 import type { Rendition } from "../../../src/shapes";
 
 // WhepPlayback with real node-datachannel peers on loopback, on a feed made playable by one
@@ -59,6 +59,21 @@ describe("WhepPlayback", () => {
     peers.push(...offers.map((o) => o.pc));
     const results = await Promise.allSettled(offers.map((o) => whep.play("aaaaaaaaaaaaaaaa", () => o.sdp)));
     expect(results.filter((r) => r.status === "fulfilled").length).toBeLessThanOrEqual(2);
+  });
+
+  it("caps one client's offers that have not connected, not another's nor those passed on", async () => {
+    playable("cccccccccccccccc");
+    whep = new WhepPlayback({ feeds, settings: { rtc: { iceServers: [], bindAddress: "127.0.0.1" }, publicIp: undefined, startBitrate: 1_000_000 }, maxViewers: 100, maxViewersPerStream: 100, log });
+    const o = await offer();
+    peers.push(o.pc);
+    // The same offer each time: its answers are never applied, so no viewer ever connects.
+    for (let i = 0; i < PENDING_PER_CLIENT; i++) await whep.play("cccccccccccccccc", () => o.sdp, "192.0.2.1");
+    const refused = await whep.play("cccccccccccccccc", () => o.sdp, "192.0.2.1").catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(WhepRefusal);
+    expect(refused).toMatchObject({ status: 429, retryAfterSeconds: expect.any(Number) });
+    await expect(whep.play("cccccccccccccccc", () => o.sdp, "192.0.2.2")).resolves.toMatchObject({ id: expect.any(String) });
+    await expect(whep.play("cccccccccccccccc", () => o.sdp)).resolves.toMatchObject({ id: expect.any(String) });
+    expect(whep.size).toBe(PENDING_PER_CLIENT + 2);
   });
 
   it("gives a viewer's place back when its answer never reached the player", async () => {
