@@ -22,6 +22,8 @@ export interface MetricSources {
    * watches), so the series end with their streams instead of growing forever.
    */
   viewers?(): ReadonlyMap<string, number>;
+  /** Of those, the ones watching over WebRTC (WHEP), by playback id, as `viewers` keys them. */
+  webrtcViewers?(): ReadonlyMap<string, number>;
   /** ms; tests may fix it. */
   now?(): number;
 }
@@ -187,6 +189,16 @@ function serverGauges(registry: Registry, sources: MetricSources): void {
     collect() {
       this.reset();
       for (const [playback_id, n] of sources.viewers?.() ?? []) this.set({ playback_id }, n);
+    },
+  });
+  new Gauge({
+    name: "onair_viewers_webrtc",
+    help: "Of onair_viewers, those watching over WebRTC (WHEP) on this node; the rest play HLS.",
+    labelNames: ["playback_id"],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [playback_id, n] of sources.webrtcViewers?.() ?? []) this.set({ playback_id }, n);
     },
   });
   new Gauge({

@@ -1,6 +1,6 @@
 import { CLIP_QUEUE } from "../assets";
 import type { Store } from "../db";
-import type { ViewerCounter } from "../playback";
+import type { ViewerCount, ViewerCounter } from "../playback";
 import type { ProcessRegistry } from "../media";
 import { bullmqQueueDepth, createMetrics, waitingJobsByQueue, type Metrics, type QueueDepthReader } from "../metrics";
 import { FINALIZE_QUEUE } from "../recordings";
@@ -29,16 +29,15 @@ export function wireMetrics({ config, stops }: Wiring, store: Store): { metrics:
     queueDepths: () => queueDepth?.depths() ?? waitingJobsByQueue(store.db, queueNames),
     publisherBytes: (publisherId) => readers.rtmp?.server?.bytesRead(publisherId),
     streamIssues: () => open().map((r) => r.health().kinds),
-    viewers: () =>
-      viewerSeries(
-        readers.viewers?.counts() ?? new Map(),
-        open().map((r) => r.stream.playbackId),
-      ),
+    viewers: () => viewerSeries(readers.viewers, open(), "viewers"),
+    webrtcViewers: () => viewerSeries(readers.viewers, open(), "webrtc"),
   });
   return { metrics, readers };
 }
 
-/** The onair_viewers series: one per playback id live here, so the series end with their streams. */
-function viewerSeries(counts: Map<string, number>, livePlaybackIds: (string | null)[]): Map<string, number> {
-  return new Map(livePlaybackIds.filter((id) => id !== null).map((id) => [id, counts.get(id) ?? 0]));
+/** The viewer series: one per playback id live here, so the series end with their streams. */
+function viewerSeries(counter: ViewerCounter | undefined, live: { stream: { playbackId: string | null } }[], of: keyof ViewerCount): Map<string, number> {
+  const counts = counter?.countsByProtocol() ?? new Map<string, ViewerCount>();
+  const ids = live.map((r) => r.stream.playbackId).filter((id) => id !== null);
+  return new Map(ids.map((id) => [id, counts.get(id)?.[of] ?? 0]));
 }

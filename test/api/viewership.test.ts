@@ -35,7 +35,8 @@ describe("realtime viewership", () => {
 
     expect(await sdk.metrics.getRealtimeViewership(stream.playbackId)).toMatchObject({ statusCode: 200, data: [{ playbackId: stream.playbackId, viewCount: 0, errorRate: 0 }] });
 
-    for (const viewer of ["v1", "v2", "v3"]) t.server.viewers.seen(stream.playbackId, viewer);
+    // One of them watches over WebRTC (WHEP viewers are told to the counter under this prefix).
+    for (const viewer of ["v1", "v2", `${WEBRTC_VIEWER_PREFIX}v3`]) t.server.viewers.seen(stream.playbackId, viewer);
     // Counted only on the node that packages the stream: a stream not live here is not written.
     t.server.viewers.seen(other.playbackId, "v1");
     await waitFor("3 viewers", async () => (await viewCount(stream.playbackId)) === 3, 5_000);
@@ -47,6 +48,7 @@ describe("realtime viewership", () => {
 
     const scraped = (await t.server.metrics.scrape()).body;
     expect(scraped).toContain(`onair_viewers{playback_id="${stream.playbackId}"} 3`);
+    expect(scraped).toContain(`onair_viewers_webrtc{playback_id="${stream.playbackId}"} 1`);
     expect(scraped).not.toContain(`playback_id="${other.playbackId}"`);
 
     // Another user's playback id filters to nothing, as an unknown one does; their total is 0.
