@@ -146,6 +146,8 @@ export interface ChunkReaderLimits {
   maxMessageSize?: number;
   /** All messages under way together may hold at most this many bytes. Default: 4 × maxMessageSize. */
   maxPartialBytes?: number;
+  /** At most this many chunk streams at once (each holds header state). Default: every id RTMP has (65598). */
+  maxChunkStreams?: number;
 }
 
 /**
@@ -159,12 +161,14 @@ export class ChunkReader {
   private readonly streams = new Map<number, ReadState>();
   private readonly maxMessageSize: number;
   private readonly maxPartialBytes: number;
+  private readonly maxChunkStreams: number;
   private partialBytes = 0;
 
   /** A peer chooses lengths and chunk streams: the limits keep what it can make us hold bounded. */
   constructor(limits: ChunkReaderLimits = {}) {
     this.maxMessageSize = limits.maxMessageSize ?? 0xffffff;
     this.maxPartialBytes = limits.maxPartialBytes ?? 4 * this.maxMessageSize;
+    this.maxChunkStreams = limits.maxChunkStreams ?? 65598;
   }
 
   /** The peer's chunk size now. */
@@ -204,6 +208,7 @@ export class ChunkReader {
     if (buf.length < pos + headerSize) return 0;
     const prev = this.streams.get(csid);
     if (fmt !== 0 && !prev) throw new RtmpChunkError(`a type ${fmt} chunk on chunk stream ${csid}, which has had no type 0 chunk`);
+    if (!prev && this.streams.size >= this.maxChunkStreams) throw new RtmpChunkError(`a chunk stream beyond the ${this.maxChunkStreams} taken`);
     const field = fmt <= 2 ? buf.readUIntBE(pos, 3) : undefined;
     const length = fmt <= 1 ? buf.readUIntBE(pos + 3, 3) : prev!.length;
     const type = fmt <= 1 ? buf[pos + 6]! : prev!.type;

@@ -158,4 +158,12 @@ describe("ChunkReader limits: what a peer can make it hold", () => {
     // ...but a third message under way would make 384.
     expect(() => r.push(w.write(msg({ csid: 13, payload: bytes(1000) })).subarray(0, 12 + 128))).toThrow(/hold more than 300 bytes/);
   });
+
+  it("refuses a chunk stream beyond maxChunkStreams; the ones it knows go on", () => {
+    const r = new ChunkReader({ maxChunkStreams: 2 });
+    const w = new ChunkWriter();
+    expect(r.push(Buffer.concat([w.write(msg({ csid: 3, payload: bytes(4) })), w.write(msg({ csid: 4, payload: bytes(4) }))]))).toHaveLength(2);
+    expect(r.push(w.write(msg({ csid: 3, payload: bytes(4) })))).toHaveLength(1);
+    expect(() => r.push(w.write(msg({ csid: 5, payload: bytes(4) })))).toThrow(/beyond the 2 taken/);
+  });
 });
