@@ -1,6 +1,11 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import fs from "node:fs";
 import net from "node:net";
-import { encodeAmf0 } from "../../../src/rtmp/amf0";
+import path from "node:path";
+import { amf0Text, decodeAmf0, encodeAmf0, type Amf0Value } from "../../../src/rtmp/amf0";
+import { ChunkReader, ChunkWriter, controlMessage, RtmpType, UserControl, type RtmpMessage } from "../../../src/rtmp/chunks";
+import { CapsEx } from "../../../src/rtmp/enhancedConnect";
+import { ClientHandshake, helloPacket } from "../../../src/rtmp/handshake";
 import { encodeAudioTag, encodeVideoTag, type VideoTag } from "../../../src/rtmp/enhanced";
 import { FlvTagType } from "../../../src/rtmp/flv";
 import { RtmpPublisher } from "../../../src/rtmp/publisher";
@@ -172,4 +177,98 @@ it("drops a client sending garbage and one that says nothing (after the timeout)
   const p = await RtmpPublisher.publish({ address: "127.0.0.1", port, app: "live", streamName: "after", tcUrl: `rtmp://127.0.0.1:${port}/live` });
   await p.finish();
   expect(rec.requests.map((r) => r.streamName)).toEqual(["after"]);
+});
+
+/** A hand-driven RTMP client: the handshake done, then messages as the test writes them; everything it receives is kept. */
+async function rawClient(port: number) {
+  const socket = net.connect(port, "127.0.0.1");
+  sockets.push(socket);
+  socket.on("error", () => undefined);
+  const handshake = new ClientHandshake(helloPacket(0, (n) => Buffer.alloc(n, 1)));
+  const reader = new ChunkReader();
+  const writer = new ChunkWriter();
+  const received: RtmpMessage[] = [];
+  let handshaken = false;
+  let bytesSent = 0;
+  const write = (b: Buffer) => {
+    bytesSent += b.length;
+    socket.write(b);
+  };
+  socket.on("data", (data: Buffer) => {
+    if (!handshaken) {
+      const step = handshake.push(data);
+      if (step.send) write(step.send);
+      if (!step.done) return;
+      handshaken = true;
+      data = step.rest!;
+    }
+    received.push(...reader.push(data));
+  });
+  await new Promise<void>((resolve) => socket.once("connect", resolve));
+  write(handshake.start());
+  await until("the handshake", () => handshaken);
+  const commands = () => received.filter((m) => m.type === RtmpType.amf0Command).map((m) => decodeAmf0(m.payload));
+  return {
+    socket,
+    received,
+    commands,
+    bytesSent: () => bytesSent,
+    send: (...messages: RtmpMessage[]) => write(Buffer.concat(messages.map((m) => writer.write(m)))),
+    command: (values: Amf0Value[], streamId = 0): RtmpMessage => ({ csid: 3, type: RtmpType.amf0Command, streamId, timestamp: 0, payload: encodeAmf0(values) }),
+  };
+}
+
+it("an E-RTMP publisher: asked to reconnect; pings answered; acknowledged at its window; media held while the sink's promise is pending, then the end after it", async () => {
+  const events: string[] = [];
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const requests: PublishRequest[] = [];
+  const server = new RtmpServer({
+    onPublish: async (request) => {
+      requests.push(request);
+      return { ok: true, sink: { media: (m) => (events.push(`media ${m.timestamp}`), gate), end: (r) => void events.push(`end ${r.kind}`) } };
+    },
+  });
+  servers.push(server);
+  const c = await rawClient(await server.listen(0, "127.0.0.1"));
+  c.send(c.command(["connect", 1, { app: "live", tcUrl: "rtmp://127.0.0.1/live", capsEx: CapsEx.reconnect, fourCcList: ["hvc1"] }]));
+  await until("connect's _result", () => c.commands().some((v) => v[0] === "_result" && v[1] === 1));
+  const ping = Buffer.from([0, UserControl.pingRequest, 0, 0, 0x04, 0xd2]);
+  c.send(controlMessage(RtmpType.windowAckSize, 1000), { csid: 2, type: RtmpType.userControl, streamId: 0, timestamp: 0, payload: ping }, c.command(["createStream", 2, null]));
+  await until("createStream's _result", () => c.commands().some((v) => v[0] === "_result" && v[1] === 2));
+  c.send(c.command(["publish", 0, null, "sk_e", "live"], 1));
+  await until("Publish.Start", () => c.commands().some((v) => v[0] === "onStatus" && amf0Text(v[3], "code") === "NetStream.Publish.Start"));
+  expect(c.received.some((m) => m.type === RtmpType.userControl && m.payload.equals(Buffer.from([0, UserControl.pingResponse, 0, 0, 0x04, 0xd2])))).toBe(true);
+
+  expect(requests[0]!.caps.capsEx).toBe(CapsEx.reconnect);
+  expect(requests[0]!.connection.requestReconnect("rtmp://other/live", "restarting")).toBe(true);
+  await until("the reconnect request", () => c.commands().some((v) => v[0] === "onStatus" && amf0Text(v[3], "code") === "NetConnection.Connect.ReconnectRequest"));
+  expect(c.commands().find((v) => amf0Text(v[3], "code") === "NetConnection.Connect.ReconnectRequest")![3]).toEqual({ level: "status", code: "NetConnection.Connect.ReconnectRequest", description: "restarting", tcUrl: "rtmp://other/live" });
+
+  const frame = (timestamp: number): RtmpMessage => ({ csid: 6, type: RtmpType.video, streamId: 1, timestamp, payload: Buffer.concat([Buffer.from([0x27, 1, 0, 0, 0]), Buffer.alloc(600)]) });
+  c.send(frame(0), frame(33), frame(66));
+  const sent = c.bytesSent();
+  // An acknowledgement of every byte sent: the server has read the three frames.
+  await until("an acknowledgement of all sent", () => c.received.some((m) => m.type === RtmpType.acknowledgement && m.payload.readUInt32BE(0) >= sent));
+  expect(events).toEqual(["media 0"]);
+  c.socket.destroy();
+  release();
+  await until("the end", () => events.some((e) => e.startsWith("end")));
+  expect(events).toEqual(["media 0", "media 33", "media 66", "end disconnected"]);
+});
+
+it("speaks RTMPS when given a key and certificate", async () => {
+  const fixtures = path.join(__dirname, "../../multistream/fixtures");
+  const media: PublishedMedia[] = [];
+  const server = new RtmpServer({
+    tls: { key: fs.readFileSync(path.join(fixtures, "tls-key.pem")), cert: fs.readFileSync(path.join(fixtures, "tls-cert.pem")) },
+    onPublish: async () => ({ ok: true, sink: { media: (m) => void media.push(m), end: () => undefined } }),
+  });
+  servers.push(server);
+  const port = await server.listen(0, "127.0.0.1");
+  const p = await RtmpPublisher.publish({ address: "127.0.0.1", port, app: "live", streamName: "tls", tcUrl: `rtmps://127.0.0.1:${port}/live`, tls: { servername: undefined, verify: false } });
+  p.sendTag({ type: FlvTagType.video, timestamp: 5, data: encodeVideoTag(hevcConfig) });
+  await until("the config over TLS", () => media.length === 1);
+  expect(media[0]).toMatchObject({ kind: "video", timestamp: 5, tag: hevcConfig });
+  await p.finish();
 });
