@@ -1,10 +1,21 @@
-// RTMP, spoken by onair itself: pure codecs (AMF0, the chunk stream, FLV tags, the handshake)
-// and a publisher for multistream pushes. The codecs know no sockets, so onair's own RTMP
-// ingest can use them too. Enhanced RTMP (HEVC/AV1/VP9, multitrack) media tags come from ./enhanced.
+// RTMP, spoken by onair itself: pure codecs (AMF0, the chunk stream, FLV tags, the handshake),
+// a publisher for multistream pushes, and the server side that takes publishers. The codecs
+// know no sockets, so the publisher and the server share them. Enhanced RTMP (HEVC/AV1/VP9, multitrack) media tags come from ./enhanced.
 export { Amf0EcmaArray, Amf0Error, amf0Text, decodeAmf0, encodeAmf0, isAmf0Object, type Amf0Object, type Amf0Value } from "./amf0";
 export { ChunkReader, ChunkWriter, controlMessage, pingResponse, RtmpChunkError, RtmpType, UserControl, type ChunkReaderLimits, type RtmpMessage } from "./chunks";
 export { encodeFlvTag, flvHeader, FlvError, FlvReader, FlvTagType, type FlvTag } from "./flv";
 export { ClientHandshake, HANDSHAKE_SIZE, helloPacket, RtmpHandshakeError, ServerHandshake, type HandshakeStep } from "./handshake";
+export {
+  RtmpServer,
+  RtmpServerConnection,
+  parseMedia,
+  type PublishDecision,
+  type PublishedMedia,
+  type PublishRequest,
+  type PublishSink,
+  type RtmpServerOptions,
+} from "./server";
+export type { PublishEndReason } from "./serverCommands";
 export { RtmpError, RtmpPublisher, splitRtmpPath, type RtmpDestination, type RtmpErrorKind, type RtmpPublisherOptions, type RtmpStage } from "./publisher";
 export {
   AUDIO_FOURCCS,

@@ -194,7 +194,6 @@ export class RtmpServerConnection {
   }
 
   private handle(message: RtmpMessage): Promise<void> | undefined {
-    if (this.state.phase === "ended" && this.socket.destroyed) return undefined;
     const { payload } = message;
     switch (message.type) {
       case RtmpType.windowAckSize:
@@ -379,7 +378,10 @@ export class RtmpServer {
     return this.connections.size;
   }
 
-  /** Stops listening and closes every connection (their publishes end with reason "closed"). */
+  /**
+   * Stops listening and closes every connection (their publishes end with reason "closed").
+   * Resolves once every sink was told, which waits for a media promise still pending.
+   */
   async close(): Promise<void> {
     const closing = new Promise<void>((resolve) => this.server.close(() => resolve()));
     const open = [...this.connections];
