@@ -181,10 +181,16 @@ export class RtmpServerConnection {
     this.pumping = true;
     try {
       for (let item = this.queue.shift(); item; item = this.queue.shift()) {
-        const pending = "end" in item ? this.onClosed(item.end) : this.handle(item.message);
-        if (pending) {
-          this.socket.pause();
-          await pending;
+        try {
+          const pending = "end" in item ? this.onClosed(item.end) : this.handle(item.message);
+          if (pending) {
+            this.socket.pause();
+            await pending;
+          }
+        } catch (err) {
+          // Nothing a peer sends may take the process down: an unforeseen failure drops that connection only.
+          this.log?.error({ err }, "RTMP message handling failed");
+          this.drop({ kind: "protocol", message: (err as Error).message }, "message handling failed");
         }
       }
     } finally {

@@ -68,7 +68,7 @@ export const CSID_COMMAND = 3;
 /** Set Peer Bandwidth limit type 2, dynamic (spec 5.4.5). */
 const LIMIT_DYNAMIC = 2;
 /** Answers to our own calls, which we never make (but a client may echo): not commands to refuse. */
-const IGNORED = new Set(["_result", "_error", "onStatus", "onBWDone", "_checkbw"]);
+const IGNORED = new Set(["_result", "_error", "onStatus", "onBWDone"]);
 
 export function initialServerState(): ServerSessionState {
   return { phase: "new", app: "", tcUrl: "", caps: readConnectCaps({}), streams: [], nextStreamId: 1 };

@@ -218,7 +218,7 @@ async function rawClient(port: number) {
   };
 }
 
-it("an E-RTMP publisher: asked to reconnect; pings answered; acknowledged at its window; media held while the sink's promise is pending, then the end after it", async () => {
+it("an E-RTMP publisher: asked to reconnect; pings answered; acknowledged at its window; media held while the sink's promise is pending, a malformed tag skipped, then the end after it", async () => {
   const events: string[] = [];
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
@@ -246,7 +246,8 @@ it("an E-RTMP publisher: asked to reconnect; pings answered; acknowledged at its
   expect(c.commands().find((v) => amf0Text(v[3], "code") === "NetConnection.Connect.ReconnectRequest")![3]).toEqual({ level: "status", code: "NetConnection.Connect.ReconnectRequest", description: "restarting", tcUrl: "rtmp://other/live" });
 
   const frame = (timestamp: number): RtmpMessage => ({ csid: 6, type: RtmpType.video, streamId: 1, timestamp, payload: Buffer.concat([Buffer.from([0x27, 1, 0, 0, 0]), Buffer.alloc(600)]) });
-  c.send(frame(0), frame(33), frame(66));
+  // A malformed video message between them is dropped; the stream goes on.
+  c.send(frame(0), { ...frame(10), payload: Buffer.alloc(0) }, frame(33), frame(66));
   const sent = c.bytesSent();
   // An acknowledgement of every byte sent: the server has read the three frames.
   await until("an acknowledgement of all sent", () => c.received.some((m) => m.type === RtmpType.acknowledgement && m.payload.readUInt32BE(0) >= sent));
