@@ -33,18 +33,34 @@ export function chooseRung(rungs: Rung[], estimate: number, audioBitrate: number
 export const LOSS_HIGH = 0.1;
 /** Under this fraction lost, it may climb again. */
 export const LOSS_LOW = 0.02;
-/** How far it climbs per loss-free report: +5 %, about once a second with browsers' reports. */
+/** How far it climbs per loss-free step: +5 %. */
 const LOSS_FREE_GROWTH = 1.05;
+/**
+ * The rule runs at most this often, down and up (ms), as Chrome's own loss controller does: a
+ * player sends a receiver report with every NACK, PLI and REMB (compound RTCP), each over a short,
+ * noisy interval, so applying every report would cut and climb several times a second.
+ */
+export const LOSS_DOWN_EVERY_MS = 300;
+export const LOSS_UP_EVERY_MS = 1000;
 
 /**
  * The sender's loss-based estimate after one receiver report (draft-ietf-rmcat-gcc-02 §6):
  * down by half the fraction lost past 10 %, up 5 % under 2 %, unchanged between. `sent` is
  * what the viewer is being sent now (the cut starts there, not from an estimate far above it);
  * `previous` is Infinity while no loss has limited it. A player whose REMB stays high on a
- * lossy path (a congested last mile its estimate misses) still steps down.
+ * lossy path (a congested last mile its estimate misses) still steps down. Never below `floor`
+ * (the lowest rung's rate): there is nothing lower to send, and a limit compounded far under
+ * it by a long loss would take minutes to climb back.
  */
-export function lossEstimate(previous: number, sent: number, fractionLost: number): number {
-  if (fractionLost > LOSS_HIGH) return Math.min(previous, sent) * (1 - 0.5 * fractionLost);
+export function lossEstimate(previous: number, sent: number, fractionLost: number, floor = 0): number {
+  if (fractionLost > LOSS_HIGH) return Math.max(floor, Math.min(previous, sent) * (1 - 0.5 * fractionLost));
   if (fractionLost < LOSS_LOW) return previous * LOSS_FREE_GROWTH;
   return previous;
+}
+
+/** Whether a report of this loss may move the estimate `sinceLastMs` after its last move. */
+export function lossStepDue(fractionLost: number, sinceLastMs: number): boolean {
+  if (fractionLost > LOSS_HIGH) return sinceLastMs >= LOSS_DOWN_EVERY_MS;
+  if (fractionLost < LOSS_LOW) return sinceLastMs >= LOSS_UP_EVERY_MS;
+  return false;
 }

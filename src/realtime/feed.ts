@@ -172,6 +172,9 @@ class FeedRun {
     let reader = this.readers.get(index);
     if (!reader) this.readers.set(index, (reader = { flv: new FlvReader(), config: undefined, broken: false }));
     if (this.stopped || reader.broken) return;
+    // Read first, then hand on: a listener's failure is not the pipe's.
+    const frames: { frame: VideoFrame; seconds: number; reordered: boolean }[] = [];
+    let unreadable: unknown;
     try {
       for (const tag of reader.flv.push(chunk)) {
         if (tag.type !== FlvTagType.video) continue;
@@ -180,14 +183,18 @@ class FeedRun {
         else if (video?.kind === "frame" && reader.config) {
           const seconds = this.base + (tag.timestamp + video.compositionMs) / 1000;
           const data = webrtcFrame(video.nalus, reader.config, video.keyframe);
-          this.feed.emitVideo({ rendition: index, timestamp: Math.round(seconds * 90_000), keyframe: video.keyframe, data }, seconds, video.compositionMs !== 0);
+          frames.push({ frame: { rendition: index, timestamp: Math.round(seconds * 90_000), keyframe: video.keyframe, data }, seconds, reordered: video.compositionMs !== 0 });
         }
       }
     } catch (err) {
+      unreadable = err;
+    }
+    for (const f of frames) this.feed.emitVideo(f.frame, f.seconds, f.reordered);
+    if (unreadable !== undefined) {
       // WebRTC playback of this rendition stops for the run; HLS, fed by its own pipe, goes on.
       // Its viewers move to another rendition at its next keyframe (or end and fall back to HLS).
       reader.broken = true;
-      this.log.warn({ err, rendition: index }, "WebRTC playback: a rendition's frames could not be read; its viewers move to another rendition");
+      this.log.warn({ err: unreadable, rendition: index }, "WebRTC playback: a rendition's frames could not be read; its viewers move to another rendition");
       this.feed.loseRendition(index);
     }
   }

@@ -13,7 +13,7 @@ import {
 import type { Logger } from "../log";
 import { OPUS_BITRATE } from "../media";
 import { addOfferCandidates, gathered, OfferError, PLAYOUT_DELAY_URI, randomSsrc, readRtcp, REMOTE_CANDIDATES_DELAY_MS, withPublicAddress, type RestrictedOffer } from "../webrtc";
-import { chooseRung, lossEstimate } from "./abr";
+import { chooseRung, LOSS_HIGH, lossEstimate, lossStepDue } from "./abr";
 import type { AudioFrame, FeedListener, LiveFeed, VideoFrame } from "./feed";
 
 export interface ViewerSettings {
@@ -58,6 +58,7 @@ interface Sender {
   track: Track;
   config: RtpPacketizationConfig;
   base: number;
+  ssrc: number;
 }
 
 /**
@@ -92,6 +93,8 @@ export class WhepViewer implements FeedListener {
   private estimate: number | null = null;
   /** The loss-based estimate (see lossEstimate): Infinity while loss has not limited it. */
   private lossLimit = Infinity;
+  /** When the loss rule last moved it (ms; see lossStepDue). */
+  private lossSteppedAt = -Infinity;
   private framesSent = 0;
   private framesDropped = 0;
   private audioSent = 0;
@@ -147,6 +150,9 @@ export class WhepViewer implements FeedListener {
     const answer = pc.localDescription()?.sdp;
     if (!answer) throw new Error("the peer produced no answer");
     this.unlisten = this.feed.listen(this);
+    if (this.isEnded) throw new Error(`the viewer ended while answering (${this.reason})`);
+    // A rendition lost while the answer was made was not heard of: choose again.
+    if (this.feed.isLost(this.target)) this.retarget();
     if (this.isEnded) throw new Error(`the viewer ended while answering (${this.reason})`);
     // From the answer, not from its delivery: an answer that never reaches its player (the POST's
     // connection gone) must give its place back too.
@@ -254,10 +260,22 @@ export class WhepViewer implements FeedListener {
     this.target = target;
   }
 
-  /** What the viewer is being sent now (bits per second); Infinity for a copied source (no ladder to step down). */
-  private sending(): number {
-    const bitrate = this.feed.renditions.find((r) => r.index === this.current)?.encode?.bitrate;
+  /** What rendition `index` costs to send (bits per second); Infinity for a copied source (no ladder to step down). */
+  private rate(index: number | undefined): number {
+    const bitrate = this.feed.renditions.find((r) => r.index === index)?.encode?.bitrate;
     return bitrate === undefined ? Infinity : bitrate + (this.offer.audio ? OPUS_BITRATE : 0);
+  }
+
+  /** The loss rule's step for a report of this loss on the video, when one is due. */
+  private lossStep(fraction: number): boolean {
+    const now = performance.now();
+    if (this.current === undefined || !lossStepDue(fraction, now - this.lossSteppedAt)) return false;
+    // Nothing to climb from while loss has not limited it: such a report is no step.
+    if (!Number.isFinite(this.lossLimit) && fraction < LOSS_HIGH) return false;
+    this.lossSteppedAt = now;
+    const lowest = Math.min(...this.feed.renditions.map((r) => this.rate(r.index)));
+    this.lossLimit = lossEstimate(this.lossLimit, this.rate(this.current), fraction, Number.isFinite(lowest) ? lowest : 0);
+    return true;
   }
 
   private addVideo(pc: PeerConnection): Sender {
@@ -283,7 +301,7 @@ export class WhepViewer implements FeedListener {
     packetizer.addToChain(new RtcpNackResponder());
     track.setMediaHandler(packetizer);
     track.onMessage((packet) => this.guarded(() => this.feedback(packet)));
-    return { track, config, base: config.timestamp };
+    return { track, config, base: config.timestamp, ssrc };
   }
 
   private addAudio(pc: PeerConnection, offered: NonNullable<RestrictedOffer["audio"]>): Sender {
@@ -297,7 +315,7 @@ export class WhepViewer implements FeedListener {
     packetizer.addToChain(new RtcpSrReporter(config));
     packetizer.addToChain(new RtcpNackResponder());
     track.setMediaHandler(packetizer);
-    return { track, config, base: config.timestamp };
+    return { track, config, base: config.timestamp, ssrc };
   }
 
   /**
@@ -306,28 +324,25 @@ export class WhepViewer implements FeedListener {
    * answered by the ladder's next keyframe (every second), which the viewer sends as it comes.
    */
   private feedback(packet: Buffer): void {
-    let worstLoss: number | undefined;
     let moved = false;
     for (const item of readRtcp(packet)) {
       if (item.kind === "remb") {
         this.estimate = item.bitrate;
         moved = true;
-      } else if (item.kind === "loss") worstLoss = Math.max(worstLoss ?? 0, item.fraction);
-      else if (item.kind === "keyframe") this.keyframeRequests++;
+      } else if (item.kind === "loss") {
+        // The video's own block only: a compound report may carry the audio's too.
+        if (item.ssrc === this.videoSender?.ssrc && this.lossStep(item.fraction)) moved = true;
+      } else if (item.kind === "keyframe") this.keyframeRequests++;
       else if (item.kind === "nack") this.nacks += item.packets;
-    }
-    if (worstLoss !== undefined && this.current !== undefined) {
-      this.lossLimit = lossEstimate(this.lossLimit, this.sending(), worstLoss);
-      moved = true;
     }
     if (moved) this.retarget();
   }
 
   /** The feed can no longer send this rendition (its frames could not be read): move off it. */
-  renditionLost(index: number): void {
-    if (this.isEnded) return;
-    if (this.target === index || this.current === index) this.held = false;
-    this.retarget();
+  renditionLost(): void {
+    // held stays as it is: startsHere lets it go at the switch or at the current rendition's
+    // next keyframe, never before a keyframe that was held back.
+    if (!this.isEnded) this.guarded(() => this.retarget());
   }
 
   private peerState(state: string): void {

@@ -8,8 +8,8 @@ export type RtcpFeedback =
   | { kind: "keyframe" }
   /** Generic NACK (RFC 4585 6.2.1): how many packets it asks to have again. */
   | { kind: "nack"; packets: number }
-  /** A receiver report block's fraction lost (0-1) since the previous report. */
-  | { kind: "loss"; fraction: number };
+  /** A receiver report block's fraction lost (0-1) since the previous report, of the source `ssrc`. */
+  | { kind: "loss"; ssrc: number; fraction: number };
 
 const SR = 200;
 const RR = 201;
@@ -40,7 +40,7 @@ export function readRtcp(packet: Buffer): RtcpFeedback[] {
 
 function reportBlocks(blocks: Buffer, count: number): RtcpFeedback[] {
   const out: RtcpFeedback[] = [];
-  for (let i = 0; i < count && (i + 1) * 24 <= blocks.length; i++) out.push({ kind: "loss", fraction: blocks[i * 24 + 4]! / 256 });
+  for (let i = 0; i < count && (i + 1) * 24 <= blocks.length; i++) out.push({ kind: "loss", ssrc: blocks.readUInt32BE(i * 24), fraction: blocks[i * 24 + 4]! / 256 });
   return out;
 }
 

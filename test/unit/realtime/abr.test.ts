@@ -1,4 +1,4 @@
-import { chooseRung, KEEP_HEADROOM, LOSS_HIGH, LOSS_LOW, lossEstimate, UP_HEADROOM, type Rung } from "../../../src/realtime/abr";
+import { chooseRung, KEEP_HEADROOM, LOSS_DOWN_EVERY_MS, LOSS_HIGH, LOSS_LOW, LOSS_UP_EVERY_MS, lossEstimate, lossStepDue, UP_HEADROOM, type Rung } from "../../../src/realtime/abr";
 
 // A 720p / 480p / 360p ladder, index 0 the highest, as renditionLadder orders the default one.
 const LADDER: Rung[] = [
@@ -71,6 +71,25 @@ describe("lossEstimate", () => {
     ["total loss halves it", 1_000_000, 3_000_000, 1, 500_000],
   ])("%s", (_what, previous, sent, fraction, expected) => {
     expect(lossEstimate(previous, sent, fraction)).toBeCloseTo(expected, 3);
+  });
+
+  it.each<[string, number, number, number]>([
+    ["a cut that would go under the floor stops there", 700_000, 0.5, 600_000],
+    ["a cut above the floor is not raised", 2_000_000, 0.2, 1_800_000],
+    ["the floor does not hold a climb back", 500_000, 0, 525_000],
+  ])("with a floor: %s", (_what, previous, fraction, expected) => {
+    expect(lossEstimate(previous, 3_000_000, fraction, 600_000)).toBeCloseTo(expected, 3);
+  });
+
+  it.each<[string, number, number, boolean]>([
+    ["a cut is due 300 ms after the last step", 0.2, LOSS_DOWN_EVERY_MS, true],
+    ["not sooner", 0.2, LOSS_DOWN_EVERY_MS - 1, false],
+    ["a climb waits a second", 0, LOSS_UP_EVERY_MS - 1, false],
+    ["and is due then", 0, LOSS_UP_EVERY_MS, true],
+    ["loss between the marks never steps", 0.05, 10_000, false],
+    ["the first report steps at once", 0.2, Infinity, true],
+  ])("lossStepDue: %s", (_what, fraction, since, expected) => {
+    expect(lossStepDue(fraction, since)).toBe(expected);
   });
 
   it("steps a 3-rung viewer down under sustained loss and back up once it clears", () => {

@@ -22,7 +22,7 @@ function viewerOnLowestRung() {
   const sent: { rendition: number; ts: number; key: boolean }[] = [];
   let current: VideoFrame | undefined;
   const track = { isOpen: () => true, sendMessageBinary: () => (sent.push({ rendition: current!.rendition, ts: current!.timestamp, key: current!.keyframe }), true) };
-  Object.assign(v, { videoSender: { track, config: { timestamp: 0 }, base: 0 } });
+  Object.assign(v, { videoSender: { track, config: { timestamp: 0 }, base: 0, ssrc: VIDEO_SSRC } });
   feed.listen(v);
   const push = (rendition: number, ts: number, keyframe = false) => {
     current = { rendition, timestamp: ts, keyframe, data: Buffer.alloc(1) };
@@ -31,6 +31,7 @@ function viewerOnLowestRung() {
   return { v, feed, sent, push, target: (bps: number) => Object.assign(v, { target: (v as unknown as { choose(n: number): number }).choose(bps) }) };
 }
 
+const VIDEO_SSRC = 0x5678;
 const GOP = 180_000; // 2 s at 90 kHz
 const FRAME = 3000;
 
@@ -66,15 +67,17 @@ describe("WhepViewer switching", () => {
   });
 });
 
-/** A receiver report (RFC 3550 6.4.2) with one block saying this fraction (0-1) was lost. */
-function receiverReport(fractionLost: number): Buffer {
-  const rr = Buffer.alloc(32);
-  rr[0] = 0x81; // V=2, one report block
+/** A receiver report (RFC 3550 6.4.2) with a block per [source, fraction lost (0-1)]. */
+function receiverReport(...blocks: [number, number][]): Buffer {
+  const rr = Buffer.alloc(8 + 24 * blocks.length);
+  rr[0] = 0x80 | blocks.length; // V=2
   rr[1] = 201;
-  rr.writeUInt16BE(7, 2);
+  rr.writeUInt16BE(rr.length / 4 - 1, 2);
   rr.writeUInt32BE(0x1234, 4);
-  rr.writeUInt32BE(0x5678, 8);
-  rr[12] = Math.round(fractionLost * 256);
+  blocks.forEach(([ssrc, fraction], i) => {
+    rr.writeUInt32BE(ssrc, 8 + 24 * i);
+    rr[12 + 24 * i] = Math.round(fraction * 256);
+  });
   return rr;
 }
 
@@ -88,13 +91,52 @@ describe("WhepViewer feedback and lost renditions", () => {
     push(0, GOP, true);
     expect(v.status().rendition?.index).toBe(0);
     expect(v.status().lossLimitedBitrate).toBeNull();
-    feedback(v, receiverReport(0.25));
+    feedback(v, receiverReport([VIDEO_SSRC, 0.25]));
     // 3 Mb/s sent (no audio offered), cut by 12.5 %: under what 720p needs with its headroom.
     expect(v.status().lossLimitedBitrate).toBe(3_000_000 * 0.875);
     push(0, 2 * GOP, true);
     push(1, 2 * GOP, true);
     expect(sent.at(-1)).toEqual({ rendition: 1, ts: 2 * GOP, key: true });
     expect(v.status().switches).toBe(2);
+  });
+
+  it("reads the video's own loss, not the audio's in the same report, and steps at most every 300 ms", () => {
+    const { v, push, target } = viewerOnLowestRung();
+    push(1, 0, true);
+    target(10_000_000);
+    push(0, GOP, true);
+    feedback(v, receiverReport([0xaaaa, 0.5], [VIDEO_SSRC, 0]));
+    expect(v.status().lossLimitedBitrate).toBeNull();
+    feedback(v, receiverReport([VIDEO_SSRC, 0.5]));
+    const once = v.status().lossLimitedBitrate;
+    expect(once).toBe(3_000_000 * 0.75);
+    // A report that comes with the next NACK, milliseconds later, does not cut again.
+    feedback(v, receiverReport([VIDEO_SSRC, 0.5]));
+    expect(v.status().lossLimitedBitrate).toBe(once);
+  });
+
+  it("never cuts under the lowest rung's rate however long the loss", () => {
+    const { v, push, target } = viewerOnLowestRung();
+    push(1, 0, true);
+    target(10_000_000);
+    push(0, GOP, true);
+    for (let i = 0; i < 30; i++) {
+      Object.assign(v, { lossSteppedAt: -Infinity });
+      feedback(v, receiverReport([VIDEO_SSRC, 0.5]));
+    }
+    expect(v.status().lossLimitedBitrate).toBe(600_000);
+  });
+
+  it("keeps a held keyframe's P-frames back when the rendition it waits for is lost", () => {
+    const { feed, sent, push, target } = viewerOnLowestRung();
+    push(1, 0, true);
+    target(10_000_000);
+    push(1, GOP, true); // held: the switch to 720p waits for its keyframe
+    feed.loseRendition(0);
+    push(1, GOP + FRAME);
+    expect(sent.filter((f) => f.ts >= GOP)).toEqual([]);
+    push(1, 2 * GOP, true);
+    expect(sent.at(-1)).toEqual({ rendition: 1, ts: 2 * GOP, key: true });
   });
 
   it("moves its viewers to another rendition at its keyframe when one cannot be read", () => {

@@ -56,12 +56,12 @@ describe("readRtcp", () => {
     ["a NACK with every bit of its BLP set", nack([100, 0xffff]), [{ kind: "nack", packets: 17 }]],
     ["a NACK of two entries", nack([100, 0x8001], [300, 0]), [{ kind: "nack", packets: 4 }]],
     ["transport-cc feedback (RTPFB FMT 15) is not a NACK", rtcp(15, 205, [...u32(SENDER), ...u32(MEDIA), ...u32(0), ...u32(0)]), []],
-    ["an RR's fraction lost", rr(64), [{ kind: "loss", fraction: 0.25 }]],
-    ["an RR without loss", rr(0), [{ kind: "loss", fraction: 0 }]],
-    ["an RR with the most loss", rr(255), [{ kind: "loss", fraction: 255 / 256 }]],
-    ["an RR with two blocks", rr(32, 128), [{ kind: "loss", fraction: 0.125 }, { kind: "loss", fraction: 0.5 }]],
+    ["an RR's fraction lost", rr(64), [{ kind: "loss", ssrc: MEDIA, fraction: 0.25 }]],
+    ["an RR without loss", rr(0), [{ kind: "loss", ssrc: MEDIA, fraction: 0 }]],
+    ["an RR with the most loss", rr(255), [{ kind: "loss", ssrc: MEDIA, fraction: 255 / 256 }]],
+    ["an RR with two blocks", rr(32, 128), [{ kind: "loss", ssrc: MEDIA, fraction: 0.125 }, { kind: "loss", ssrc: MEDIA, fraction: 0.5 }]],
     ["an RR without blocks", rr(), []],
-    ["an SR's block, after the sender info", sr(128), [{ kind: "loss", fraction: 0.5 }]],
+    ["an SR's block, after the sender info", sr(128), [{ kind: "loss", ssrc: MEDIA, fraction: 0.5 }]],
     ["an SR without blocks", sr(), []],
     ["SDES", sdes(), []],
     ["BYE", rtcp(1, 203, u32(SENDER)), []],
@@ -72,10 +72,10 @@ describe("readRtcp", () => {
   it.each<[string, number[][], RtcpFeedback[]]>([
     // Chrome's receiver: an RR (without blocks until media flows), then REMB, in one compound packet.
     ["RR + REMB", [rr(), remb(2, 250_000)], [{ kind: "remb", bitrate: 1_000_000 }]],
-    ["RR with a block + REMB", [rr(26), remb(4, 150_000)], [{ kind: "loss", fraction: 26 / 256 }, { kind: "remb", bitrate: 2_400_000 }]],
+    ["RR with a block + REMB", [rr(26), remb(4, 150_000)], [{ kind: "loss", ssrc: MEDIA, fraction: 26 / 256 }, { kind: "remb", bitrate: 2_400_000 }]],
     ["RR + SDES + PLI", [rr(), sdes(), pli()], [{ kind: "keyframe" }]],
-    ["RR + NACK + PLI + REMB", [rr(0), nack([7, 1]), pli(), remb(1, 100_000)], [{ kind: "loss", fraction: 0 }, { kind: "nack", packets: 2 }, { kind: "keyframe" }, { kind: "remb", bitrate: 200_000 }]],
-    ["SR + RR", [sr(64), rr(128)], [{ kind: "loss", fraction: 0.25 }, { kind: "loss", fraction: 0.5 }]],
+    ["RR + NACK + PLI + REMB", [rr(0), nack([7, 1]), pli(), remb(1, 100_000)], [{ kind: "loss", ssrc: MEDIA, fraction: 0 }, { kind: "nack", packets: 2 }, { kind: "keyframe" }, { kind: "remb", bitrate: 200_000 }]],
+    ["SR + RR", [sr(64), rr(128)], [{ kind: "loss", ssrc: MEDIA, fraction: 0.25 }, { kind: "loss", ssrc: MEDIA, fraction: 0.5 }]],
   ])("a compound %s", (_what, packets, expected) => {
     expect(read(...packets)).toEqual(expected);
   });
@@ -87,9 +87,9 @@ describe("readRtcp", () => {
     ["random bytes", Buffer.from("this is not rtcp at all", "latin1"), []],
     ["a length past the end", Buffer.from(pli().slice(0, 8)), []],
     ["a REMB cut before its bitrate, its length shortened to fit", Buffer.from(rtcp(15, 206, [...u32(SENDER), ...u32(0), ...Buffer.from("REMB")])), []],
-    ["an RR counting two blocks, holding one", Buffer.from(rtcp(2, 201, [...u32(SENDER), ...reportBlock(64)])), [{ kind: "loss", fraction: 0.25 }]],
+    ["an RR counting two blocks, holding one", Buffer.from(rtcp(2, 201, [...u32(SENDER), ...reportBlock(64)])), [{ kind: "loss", ssrc: MEDIA, fraction: 0.25 }]],
     ["an SR shorter than its sender info", Buffer.from(rtcp(1, 200, [...u32(SENDER), ...u32(0)])), []],
-    ["RR + a REMB cut off", Buffer.from([...rr(64), ...remb(2, 250_000).slice(0, 14)]), [{ kind: "loss", fraction: 0.25 }]],
+    ["RR + a REMB cut off", Buffer.from([...rr(64), ...remb(2, 250_000).slice(0, 14)]), [{ kind: "loss", ssrc: MEDIA, fraction: 0.25 }]],
     ["PLI + garbage", Buffer.from([...pli(), 0x00, 0xff, 0x12, 0x34, 0x56]), [{ kind: "keyframe" }]],
     ["PLI + a trailing two bytes", Buffer.from([...pli(), 0x81, 206]), [{ kind: "keyframe" }]],
   ])("best effort on %s, without throwing", (_what, packet, expected) => {
