@@ -9,6 +9,12 @@ import type { Request } from "express";
  */
 export const PROXIED = "x-onair-proxied";
 
+/**
+ * The client address (clientKey) a node passing a request on counted it under, for the node
+ * that answers it; believed only beside a valid PROXIED mark.
+ */
+export const PROXIED_CLIENT = "x-onair-proxied-client";
+
 /** Whether a request carries this cluster's proxy mark (compared in constant time). */
 export function markedProxied(req: Request, mark: string | undefined): boolean {
   const shown = req.get(PROXIED);

@@ -1,7 +1,7 @@
 import express, { type Request, type Response } from "express";
 import type { Credentials, PlaybackGate, PlaybackSubject } from "../playback";
 import { WhepRefusal, type WhepPlayback } from "../realtime";
-import { markedProxied, passedUrl, PROXIED } from "./proxyMark";
+import { markedProxied, passedUrl, PROXIED, PROXIED_CLIENT } from "./proxyMark";
 import { clientKey } from "./hls";
 import { cors, offerOf, readOffer, SdpHttpError, sdpErrors, sendAnswer } from "./sdpExchange";
 
@@ -35,7 +35,8 @@ const PASSED_HEADERS = ["content-type", "location", "etag", "link", "retry-after
  * The answer names that node's candidates, so the media flows between it and the player.
  */
 async function passOn(req: Request, res: Response, base: string, mark: string): Promise<void> {
-  const headers: Record<string, string> = { [PROXIED]: mark };
+  // The player's address goes along: the answering node caps offers per address, as this one would.
+  const headers: Record<string, string> = { [PROXIED]: mark, [PROXIED_CLIENT]: clientKey(req.ip ?? "") };
   for (const h of ["content-type", "authorization", "livepeer-jwt"]) {
     const v = req.get(h);
     if (v !== undefined) headers[h] = v;
@@ -90,10 +91,13 @@ export function whepRouter(deps: WhepRoutesDeps): express.Router {
       // Not live: nothing to play, and nobody to ask (a webhook policy's question costs its owner a POST).
       throw new SdpHttpError(404, ["the stream is not live"]);
     }
-    const verdict = await deps.gate.open(subject, credentials(req));
-    if (!verdict.ok) throw new SdpHttpError(verdict.status, [verdict.error], verdict.retryAfterSeconds !== undefined ? { "retry-after": String(verdict.retryAfterSeconds) } : {});
+    // Passed on by another node: the player's address is the one that node says.
+    const client = markedProxied(req, deps.remote?.mark) ? req.get(PROXIED_CLIENT) : clientKey(req.ip ?? "");
     try {
-      const client = markedProxied(req, deps.remote?.mark) ? undefined : clientKey(req.ip ?? "");
+      // Before the gate: a flood of offers must not become a flood of webhook policy questions.
+      whep.checkPending(client);
+      const verdict = await deps.gate.open(subject, credentials(req));
+      if (!verdict.ok) throw new SdpHttpError(verdict.status, [verdict.error], verdict.retryAfterSeconds !== undefined ? { "retry-after": String(verdict.retryAfterSeconds) } : {});
       const offer = () => offerOf(req, "a WHEP offer", (status, message) => new WhepRefusal(status, message));
       const { id, answer } = await whep.play(playbackId, offer, client);
       res.once("finish", () => whep.answered(id));

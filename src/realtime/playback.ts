@@ -22,6 +22,8 @@ export interface WhepPlaybackDeps {
   /** WebRTC viewers this node serves at most, and of one stream (past them: 503). */
   maxViewers: number;
   maxViewersPerStream: number;
+  /** Offers not yet connected one client address may have (past it: 429); see WEBRTC_PENDING_PER_CLIENT. */
+  pendingPerClient: number;
   /** A viewer is still watching (the viewer count's log, which forgets those not seen lately). */
   seen?(playbackId: string, viewerId: string): void;
   log: Logger;
@@ -34,11 +36,10 @@ const SEEN_EVERY_MS = 5000;
 const FULL_RETRY_SECONDS = 10;
 
 /**
- * Offers from one client address not yet connected, at most. A player makes one offer at a time
- * and connects within a second; without a cap, one client's unanswered offers would hold every
- * place of the caps (each for CONNECT_TIMEOUT_MS) and keep real viewers out.
+ * Past pendingPerClient, come back after this. A player makes one offer at a time and connects
+ * within a second; without the cap, one client's unanswered offers would hold every place of the
+ * viewer caps (each for CONNECT_TIMEOUT_MS) and keep real viewers out.
  */
-export const PENDING_PER_CLIENT = 10;
 const PENDING_RETRY_SECONDS = 2;
 
 /**
@@ -74,7 +75,7 @@ export class WhepPlayback {
     if (this.viewers.size >= this.deps.maxViewers) throw new WhepRefusal(503, "this node serves as many WebRTC viewers as it may (WEBRTC_MAX_VIEWERS): play HLS, or try again later", FULL_RETRY_SECONDS);
     // Viewers still answering count: the feed hears of a viewer only once its answer is made.
     if (this.viewersOf(playbackId) >= this.deps.maxViewersPerStream) throw new WhepRefusal(503, "this stream has as many WebRTC viewers as it may (WEBRTC_MAX_VIEWERS_PER_STREAM): play HLS, or try again later", FULL_RETRY_SECONDS);
-    if (client !== undefined && this.pendingFrom(client) >= PENDING_PER_CLIENT) throw new WhepRefusal(429, `this address has ${PENDING_PER_CLIENT} WebRTC offers not yet connected: connect those first`, PENDING_RETRY_SECONDS);
+    this.checkPending(client);
     let offer;
     try {
       offer = restrictOffer(offerSdp(), "play");
@@ -102,6 +103,12 @@ export class WhepPlayback {
       if (err instanceof OfferError) throw new WhepRefusal(400, err.message);
       throw err;
     }
+  }
+
+  /** Refuses (429) a client address at its cap of offers not yet connected; checked again by play(). */
+  checkPending(client: string | undefined): void {
+    const cap = this.deps.pendingPerClient;
+    if (client !== undefined && this.pendingFrom(client) >= cap) throw new WhepRefusal(429, `this address has ${cap} WebRTC offers not yet connected (WEBRTC_PENDING_PER_CLIENT): connect those first`, PENDING_RETRY_SECONDS);
   }
 
   private pendingFrom(client: string): number {

@@ -75,6 +75,7 @@ function whepPlayback(config: Wiring["config"], log: Wiring["log"], feeds: Realt
     },
     maxViewers: webrtc.maxViewers,
     maxViewersPerStream: webrtc.maxViewersPerStream,
+    pendingPerClient: webrtc.pendingPerClient,
     seen: (playbackId, viewerId) => viewers.seen(playbackId, viewerId),
     log: log.child({ playback: "webrtc" }),
   });

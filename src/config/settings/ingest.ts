@@ -81,6 +81,12 @@ export const ingest = area("ingest", {
     max: 100_000,
     doc: "WebRTC viewers of one stream this node serves at most; past it a WHEP offer gets `503` with `Retry-After`.",
   }).at("webrtc.maxViewersPerStream"),
+  WEBRTC_PENDING_PER_CLIENT: integer({
+    default: 10,
+    min: 1,
+    max: 100_000,
+    doc: "WHEP offers not yet connected one client address (an IPv6 /64) may have; past it an offer gets `429` with `Retry-After`. Each holds a viewer's place until it connects (15 s at most): raise it when many viewers share one address (a carrier-grade NAT, a proxy in front of onair).",
+  }).at("webrtc.pendingPerClient"),
   // SRT ingest, off unless set: a stream whose owner asks for its srtUrl gets a port of this
   // range and a listener on it (one ffmpeg each, about 47 MB: the range is also the cap), callers
   // authenticate with the stream's SRT passphrase.

@@ -1,7 +1,7 @@
 import { Audio, PeerConnection, Video } from "node-datachannel";
 import { createLogger } from "../../../src/log";
 import { RealtimeFeeds } from "../../../src/realtime/feeds";
-import { PENDING_PER_CLIENT, WhepPlayback, WhepRefusal } from "../../../src/realtime/playback";
+import { WhepPlayback, WhepRefusal } from "../../../src/realtime/playback";
 import type { Rendition } from "../../../src/shapes";
 
 // WhepPlayback with real node-datachannel peers on loopback, on a feed made playable by one
@@ -35,6 +35,8 @@ async function offer(): Promise<{ pc: PeerConnection; sdp: string }> {
   return { pc, sdp: pc.localDescription()!.sdp };
 }
 
+const PENDING = 3;
+
 describe("WhepPlayback", () => {
   const feeds = new RealtimeFeeds(log);
   const peers: PeerConnection[] = [];
@@ -54,7 +56,7 @@ describe("WhepPlayback", () => {
 
   it("keeps a stream's viewers within its cap when offers come together", async () => {
     playable("aaaaaaaaaaaaaaaa");
-    whep = new WhepPlayback({ feeds, settings: { rtc: { iceServers: [], bindAddress: "127.0.0.1" }, publicIp: undefined, startBitrate: 1_000_000 }, maxViewers: 100, maxViewersPerStream: 2, log });
+    whep = new WhepPlayback({ feeds, settings: { rtc: { iceServers: [], bindAddress: "127.0.0.1" }, publicIp: undefined, startBitrate: 1_000_000 }, maxViewers: 100, maxViewersPerStream: 2, pendingPerClient: 10, log });
     const offers = await Promise.all([1, 2, 3, 4, 5].map(() => offer()));
     peers.push(...offers.map((o) => o.pc));
     const results = await Promise.allSettled(offers.map((o) => whep.play("aaaaaaaaaaaaaaaa", () => o.sdp)));
@@ -63,22 +65,45 @@ describe("WhepPlayback", () => {
 
   it("caps one client's offers that have not connected, not another's nor those passed on", async () => {
     playable("cccccccccccccccc");
-    whep = new WhepPlayback({ feeds, settings: { rtc: { iceServers: [], bindAddress: "127.0.0.1" }, publicIp: undefined, startBitrate: 1_000_000 }, maxViewers: 100, maxViewersPerStream: 100, log });
+    whep = new WhepPlayback({ feeds, settings: { rtc: { iceServers: [], bindAddress: "127.0.0.1" }, publicIp: undefined, startBitrate: 1_000_000 }, maxViewers: 100, maxViewersPerStream: 100, pendingPerClient: PENDING, log });
     const o = await offer();
     peers.push(o.pc);
     // The same offer each time: its answers are never applied, so no viewer ever connects.
-    for (let i = 0; i < PENDING_PER_CLIENT; i++) await whep.play("cccccccccccccccc", () => o.sdp, "192.0.2.1");
+    for (let i = 0; i < PENDING; i++) await whep.play("cccccccccccccccc", () => o.sdp, "192.0.2.1");
     const refused = await whep.play("cccccccccccccccc", () => o.sdp, "192.0.2.1").catch((err: unknown) => err);
     expect(refused).toBeInstanceOf(WhepRefusal);
     expect(refused).toMatchObject({ status: 429, retryAfterSeconds: expect.any(Number) });
     await expect(whep.play("cccccccccccccccc", () => o.sdp, "192.0.2.2")).resolves.toMatchObject({ id: expect.any(String) });
     await expect(whep.play("cccccccccccccccc", () => o.sdp)).resolves.toMatchObject({ id: expect.any(String) });
-    expect(whep.size).toBe(PENDING_PER_CLIENT + 2);
+    expect(whep.size).toBe(PENDING + 2);
   });
+
+  it("stops counting a viewer against its address once it connects", async () => {
+    playable("dddddddddddddddd");
+    whep = new WhepPlayback({ feeds, settings: { rtc: { iceServers: [], bindAddress: "127.0.0.1" }, publicIp: undefined, startBitrate: 1_000_000 }, maxViewers: 100, maxViewersPerStream: 100, pendingPerClient: 1, log });
+    const o = await offer();
+    peers.push(o.pc);
+    const { id, answer } = await whep.play("dddddddddddddddd", () => o.sdp, "192.0.2.9");
+    expect(() => whep.checkPending("192.0.2.9")).toThrow(WhepRefusal);
+    whep.answered(id);
+    o.pc.setRemoteDescription(answer, "answer");
+    const admits = () => {
+      try {
+        whep.checkPending("192.0.2.9");
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const deadline = Date.now() + 15_000;
+    while (!admits() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(admits()).toBe(true);
+    expect(whep.size).toBe(1);
+  }, 20_000);
 
   it("gives a viewer's place back when its answer never reached the player", async () => {
     playable("bbbbbbbbbbbbbbbb");
-    whep = new WhepPlayback({ feeds, settings: { rtc: { iceServers: [], bindAddress: "127.0.0.1" }, publicIp: undefined, startBitrate: 1_000_000 }, maxViewers: 100, maxViewersPerStream: 100, log });
+    whep = new WhepPlayback({ feeds, settings: { rtc: { iceServers: [], bindAddress: "127.0.0.1" }, publicIp: undefined, startBitrate: 1_000_000 }, maxViewers: 100, maxViewersPerStream: 100, pendingPerClient: PENDING, log });
     const o = await offer();
     peers.push(o.pc);
     // The POST's client went away before the 201 was sent: its response never emits "finish",
