@@ -41,11 +41,11 @@ export interface HlsAccess {
   subject(playbackId: string): Promise<PlaybackSubject | undefined>;
 }
 
-/** What a player shows: `?jwt=` or a `Livepeer-Jwt` header, `?accessKey=`, and our own tokens. */
+/** What a player shows: `?jwt=` or a `Livepeer-Jwt` header, `?accessKey=` or a `Livepeer-Access-Key` header, and our own tokens. */
 const credentials = (req: Request): Credentials => ({
   jwt: req.query.jwt,
   jwtHeader: req.get("livepeer-jwt"),
-  accessKey: req.query.accessKey,
+  accessKey: req.query.accessKey ?? req.get("livepeer-access-key"),
   session: req.query[SESSION_PARAM],
   media: req.query[MEDIA_PARAM],
 });
@@ -149,9 +149,11 @@ export function hlsRouter(
   const holds: Holds = { waits, mark: remote?.mark };
   const router = express.Router();
 
-  router.use("/hls", (_req, res, next) => {
-    // Players on other origins (any web page) fetch playlists and segments.
-    res.set("access-control-allow-origin", "*");
+  router.use("/hls", (req, res, next) => {
+    // Players on other origins (any web page) fetch playlists and segments, some with their
+    // credential in a header (Livepeer's player), which the browser asks leave for first.
+    res.set({ "access-control-allow-origin": "*", "access-control-allow-headers": "Livepeer-Jwt, Livepeer-Access-Key" });
+    if (req.method === "OPTIONS") return void res.set("access-control-allow-methods", "GET, HEAD, OPTIONS").status(204).end();
     next();
   });
 

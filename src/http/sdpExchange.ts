@@ -35,7 +35,7 @@ export function cors(methods: string) {
     res.set({
       "access-control-allow-origin": "*",
       "access-control-allow-methods": methods,
-      "access-control-allow-headers": "Authorization, Content-Type, If-Match, Livepeer-Jwt",
+      "access-control-allow-headers": "Authorization, Content-Type, If-Match, Livepeer-Jwt, Livepeer-Access-Key",
       "access-control-expose-headers": "Location, ETag, Link, Accept-Post",
     });
     next();

@@ -37,7 +37,7 @@ const PASSED_HEADERS = ["content-type", "location", "etag", "link", "retry-after
 async function passOn(req: Request, res: Response, base: string, mark: string): Promise<void> {
   // The player's address goes along: the answering node caps offers per address, as this one would.
   const headers: Record<string, string> = { [PROXIED]: mark, [PROXIED_CLIENT]: clientKey(req.ip ?? "") };
-  for (const h of ["content-type", "authorization", "livepeer-jwt"]) {
+  for (const h of ["content-type", "authorization", "livepeer-jwt", "livepeer-access-key"]) {
     const v = req.get(h);
     if (v !== undefined) headers[h] = v;
   }
@@ -55,11 +55,11 @@ async function passOn(req: Request, res: Response, base: string, mark: string): 
   res.send(Buffer.from(await up.arrayBuffer()));
 }
 
-/** As for HLS (`?jwt=`, `Livepeer-Jwt`, `?accessKey=`), and a WHEP client's `Authorization: Bearer <jwt>`. */
+/** As for HLS (`?jwt=`, `Livepeer-Jwt`, `?accessKey=`, `Livepeer-Access-Key`), and a WHEP client's `Authorization: Bearer <jwt>`. */
 const credentials = (req: Request): Credentials => ({
   jwt: req.query.jwt,
   jwtHeader: req.get("livepeer-jwt") ?? /^Bearer\s+(\S+)\s*$/i.exec(req.get("authorization") ?? "")?.[1],
-  accessKey: req.query.accessKey,
+  accessKey: req.query.accessKey ?? req.get("livepeer-access-key"),
 });
 
 export function whepRouter(deps: WhepRoutesDeps): express.Router {
@@ -78,6 +78,9 @@ export function whepRouter(deps: WhepRoutesDeps): express.Router {
     for (const link of live ? deps.iceLinks : deps.publicIceLinks) res.append("link", link);
     res.set({ allow: "POST, OPTIONS", "accept-post": "application/sdp" }).status(204).end();
   });
+
+  // Livepeer's player asks HEAD first, to learn where a redirect would take it (none here).
+  router.head("/whep/:playbackId", (_req, res) => void res.set({ allow: "POST, OPTIONS", "accept-post": "application/sdp" }).status(204).end());
 
   router.post("/whep/:playbackId", readOffer, async (req: Request, res: Response) => {
     const playbackId = String(req.params.playbackId);

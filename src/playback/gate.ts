@@ -183,8 +183,10 @@ export class PlaybackGate {
   private playlistQuery(subject: PlaybackSubject, c: Credentials, viewerId: string): string {
     const session = mintToken(this.o.key, "s", subject.playbackId, { viewerId, expires: this.sessionExpiry() }, boundTo(subject, c));
     const q = new URLSearchParams({ [SESSION_PARAM]: session });
-    const jwt = text(c.jwt);
-    const accessKey = text(c.accessKey);
+    // A credential shown in a header too: Livepeer's player sends Livepeer-Jwt and
+    // Livepeer-Access-Key with the master playlist's request only, never the variants'.
+    const jwt = text(c.jwt) ?? text(c.jwtHeader);
+    const accessKey = webhookKey(c);
     if (subject.policy?.type === "jwt" && jwt) q.set("jwt", jwt);
     if (subject.policy?.type === "webhook" && accessKey) q.set("accessKey", accessKey);
     return q.toString();

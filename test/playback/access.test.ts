@@ -97,6 +97,21 @@ describe("a jwt stream", () => {
     await expectRefused(await master("", { "livepeer-jwt": spareJwt }), /not one of the stream owner's|disabled/);
   });
 
+  it("plays with the token in a Livepeer-Jwt header on the master alone, as Livepeer's player sends it, cross-origin", async () => {
+    const jwt = await signJwt(key, stream.playbackId!, 3600);
+    // The browser asks leave for the header first (a preflight), then sends it with the master only.
+    const preflight = await fetch(new URL(`/hls/${stream.playbackId}/index.m3u8`, base), { method: "OPTIONS", headers: { origin: "http://player.example", "access-control-request-method": "GET", "access-control-request-headers": "livepeer-jwt" } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
+    expect(preflight.headers.get("access-control-allow-headers")).toMatch(/Livepeer-Jwt/i);
+    const res = await master("", { "livepeer-jwt": jwt });
+    expect(res.status).toBe(200);
+    const variant = lines(await res.text())[0]!;
+    const playlist = await get(`/hls/${stream.playbackId}/${variant}`);
+    expect(playlist.status).toBe(200);
+    expect(await playlist.text()).toMatch(/#EXTINF/);
+  });
+
   it("plays with a valid one; media URLs carry tokens; a copied segment URL fails after the token's lifetime while the session goes on", async () => {
     const jwt = await signJwt(key, stream.playbackId!, 3600);
     const res = await master(`?jwt=${jwt}`);

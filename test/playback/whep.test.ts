@@ -224,6 +224,22 @@ describe("WHEP playback", () => {
       expect(asked.map((r) => r.body.accessKey)).toEqual(["wrong", "let-me-in"]);
       expect(await stop(admitted)).toBe(200);
     });
+
+    it("takes the access key in a Livepeer-Access-Key header, as Livepeer's player sends it, and answers its HEAD", async () => {
+      const webhook = (await fx.api("POST", "/webhook", { name: "access by header", url: receiver.url, events: ["stream.started"] })).body as { id: string };
+      const stream = await liveStream(fx.api, fx.t.server.rtmpPort, { name: "whep key header", profiles: [PROFILES[LOWEST]], playbackPolicy: { type: "webhook", webhookId: webhook.id } });
+      // The player's first request, cross-origin: it must read the response (CORS), not its status.
+      const head = await fetch(whep(stream.playbackId), { method: "HEAD", headers: { origin: "http://player.example" } });
+      expect(head.status).toBe(204);
+      expect(head.headers.get("access-control-allow-origin")).toBe("*");
+      const preflight = await fetch(whep(stream.playbackId), { method: "OPTIONS", headers: { origin: "http://player.example", "access-control-request-headers": "content-type, livepeer-access-key" } });
+      expect(preflight.headers.get("access-control-allow-headers")).toMatch(/Livepeer-Access-Key/i);
+      expect((await play(whep(stream.playbackId), { headers: { "livepeer-access-key": "wrong" } })).status).toBe(401);
+      const admitted = await play(whep(stream.playbackId), { headers: { "livepeer-access-key": "let-me-in" } });
+      expect(admitted.status).toBe(201);
+      await waitFor("a keyframe", () => admitted.firstFrameMs !== undefined);
+      expect(await stop(admitted)).toBe(200);
+    });
   });
 
   it("moves a viewer that reports 150 kb/s to the lowest rendition, and back up at 5 Mb/s", async () => {

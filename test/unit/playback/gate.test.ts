@@ -182,10 +182,10 @@ describe("PlaybackGate", () => {
     expect(await gate.playlist(jwt, { jwt: t, session })).toEqual({ ok: false, status: 401, error: "the JWT has expired" });
   });
 
-  it("a Livepeer-Jwt header is checked on every request and never carried; a disabled key stops the next reload", async () => {
+  it("a Livepeer-Jwt header is checked on every request and carried to the variants (Livepeer's player sends it to the master only); a disabled key stops the next reload", async () => {
     const t = await token(600);
     const opened = ok(await gate.open(jwt, { jwtHeader: t }));
-    expect(param(opened.playlist, "jwt")).toBeUndefined();
+    expect(param(opened.playlist, "jwt")).toBe(t);
     expect(await gate.media(jwt, { jwtHeader: t })).toEqual({ ok: true });
     disabled = true;
     clock += 6_000; // the verdict cache
