@@ -12,6 +12,11 @@
 //             from the encoder's start until a keyframe arrives)
 //   baseline  the same source and encoder → ffmpeg's own standard HLS, 1 s segments, served by a
 //             bare static server → hls.js with its defaults
+// and, to say where WebRTC's time goes, two setups read by ffmpeg instead of a browser (each
+// frame's code read as the decoder puts it out, no jitter buffer, no display):
+//   webrtc (client)  the webrtc setup's stream, played by a WHEP client here (node-datachannel)
+//   bare             the same source's FLV over TCP straight into the decoder: encoder and decoder
+//                    alone, what no server path can beat
 // With BENCH_PLAYER_BEFORE=<git revision> (for example the main a change starts from), onair is
 // measured a second time with that revision's public/player.js served in place of today's, so a
 // player change is compared before/after in one run on the same machine.
@@ -30,7 +35,7 @@ import path from "node:path";
 import express from "express";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { startServerProcess, type ServerProcess } from "../test/helpers/serverProcess";
-import { whepPlay } from "../test/helpers/whepClient";
+import { depacketizeH264, inSequenceOrder, parseRtp, whepPlay } from "../test/helpers/whepClient";
 import { exitOnSignal, ffmpegVersion, fixed, formatTable, positiveIntFromEnv } from "./lib";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -69,7 +74,11 @@ function startSource(output: string[]): { child: ChildProcess; startedAt: number
   const child = spawn(FFMPEG, [
     "-hide_banner", "-loglevel", "error", "-nostdin",
     "-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", `${WIDTH}x${HEIGHT}`, "-r", String(FPS), "-i", "pipe:0",
-    "-re", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
+    // The audio on the video's clock, as an encoder stamps both: no -re, so ffmpeg makes the tone
+    // as the frames need it (it reads the input of the output stream furthest behind). With -re
+    // the tone's clock started with ffmpeg, after the frames': the audio was always the stream
+    // behind and not yet readable, so each frame waited in the pipe for it (about 0.3 s here).
+    "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
     "-map", "0:v", "-map", "1:a",
     "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-g", String(FPS), "-pix_fmt", "yuv420p", "-b:v", "1500k",
     "-c:a", "aac", "-b:a", "96k",
@@ -98,6 +107,9 @@ function startSource(output: string[]): { child: ChildProcess; startedAt: number
     stop: async () => {
       stopped = true;
       child.stdin!.end();
+      // The tone has no end of its own: past the frames' end ffmpeg would encode it flat out.
+      // (-shortest would too, but newer ffmpeg buffers every output for it: latency.)
+      child.kill("SIGINT");
       const exited = new Promise<void>((r) => child.once("close", () => r()));
       setTimeout(() => child.kill("SIGKILL"), 3000).unref();
       await exited;
@@ -161,7 +173,8 @@ async function drain(page: Page, kind: string): Promise<Reading> {
 interface Result {
   name: string;
   latencies: number[];
-  stalls: number;
+  /** Undefined where nothing plays the frames out (a decoder read directly). */
+  stalls?: number;
   playableMs?: number;
   /** The publish admitted (the session started) to playable, from the server's log. */
   sessionToPlayableMs?: number;
@@ -229,7 +242,7 @@ async function untilPlayable(base: string, playbackId: string, startedAt: number
  * WHEP client here (node-datachannel), offering from the encoder's start until it is answered
  * and its first video packet of a keyframe arrives.
  */
-async function webrtcRun(browser: Browser, warmupS: number, seconds: number): Promise<Result> {
+async function webrtcRun(browser: Browser, warmupS: number, seconds: number): Promise<Result[]> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "onair-bench-latency-"));
   let server: ServerProcess | undefined;
   let source: Awaited<ReturnType<typeof startSource>> | undefined;
@@ -249,12 +262,124 @@ async function webrtcRun(browser: Browser, warmupS: number, seconds: number): Pr
     const protocol = await page.evaluate(`document.getElementById("player").dataset.protocol`);
     if (protocol !== "webrtc") throw new Error(`the page left WebRTC (now ${String(protocol)})`);
     await page.close();
-    return { name: "onair (WebRTC, player page, 2-rung ladder)", latencies: latencies.map((l) => l[1]), stalls, playableMs, firstFrameMs };
+    const client = await webrtcClientLatencies(`${base}/whep/${stream.playbackId}`, Math.min(seconds, CLIENT_SECONDS));
+    return [
+      { name: "onair (WebRTC, player page, 2-rung ladder)", latencies: latencies.map((l) => l[1]), stalls, playableMs, firstFrameMs },
+      { name: "  the same, WHEP client here, decoded", latencies: client },
+    ];
   } finally {
     await source?.stop();
     await server?.kill();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** How long the decoded-clock setups are read (s): their spread is small, a minute says it all. */
+const CLIENT_SECONDS = 60;
+
+/**
+ * An ffmpeg that decodes `input` and reads the code off each frame as it comes out of the
+ * decoder: the latencies (ms) of the frames read until `stop`. low_delay: no frame threading.
+ */
+function decodedClock(input: string[]): { child: ChildProcess; latencies: number[]; stop(): void } {
+  const child = spawn(FFMPEG, [
+    "-hide_banner", "-loglevel", "error", "-nostdin", "-flags", "low_delay", "-fflags", "nobuffer", ...input,
+    // passthrough: each decoded frame once, as it comes (no frame rate to duplicate or drop for).
+    "-an", "-vf", `scale=${WIDTH}:${HEIGHT},crop=${WIDTH}:${BAND_Y + BLOCK}:0:0`, "-fps_mode", "passthrough", "-f", "rawvideo", "-pix_fmt", "gray", "pipe:1",
+  ], { stdio: ["pipe", "pipe", "inherit"] });
+  const size = WIDTH * (BAND_Y + BLOCK);
+  const latencies: number[] = [];
+  let pending = Buffer.alloc(0);
+  child.stdout!.on("data", (chunk: Buffer) => {
+    const now = Date.now();
+    pending = Buffer.concat([pending, chunk]);
+    for (; pending.length >= size; pending = pending.subarray(size)) {
+      const latency = (now - readClock(pending.subarray(0, size)) + 2 ** BITS) % 2 ** BITS;
+      if (latency < 30_000) latencies.push(latency);
+    }
+  });
+  child.stdin!.on("error", () => undefined);
+  return { child, latencies, stop: () => void child.kill("SIGKILL") };
+}
+
+/** The code in a gray frame's top rows (the inverse of drawClock, pure): ms modulo 2^BITS. */
+function readClock(gray: Buffer): number {
+  let code = 0;
+  for (let bit = 0; bit < BITS; bit++) code = code * 2 + (gray[(BAND_Y + BLOCK / 2) * WIDTH + BAND_X + bit * BLOCK + BLOCK / 2]! > 128 ? 1 : 0);
+  for (let shift = 1; shift < BITS; shift *= 2) code ^= code >> shift;
+  return code;
+}
+
+/** Whether an Annex B access unit holds an IDR slice (NAL unit type 5), whatever its nal_ref_idc. */
+function hasIdr(annexB: Buffer): boolean {
+  for (let at = annexB.indexOf(START); at !== -1; at = annexB.indexOf(START, at + 3)) if ((annexB[at + 3]! & 0x1f) === 5) return true;
+  return false;
+}
+const START = Buffer.from([0, 0, 1]);
+
+/** An access unit delimiter (H.264 7.3.2.4): ends the unit before it for ffmpeg's parser at once. */
+const AUD = Buffer.from([0, 0, 0, 1, 9, 0xf0]);
+
+/**
+ * A WHEP client here plays `url` for `seconds`; each frame (the RTP packets up to the marker
+ * bit) goes to a decoder as it completes, from the first keyframe on.
+ */
+async function webrtcClientLatencies(url: string, seconds: number): Promise<number[]> {
+  const decoder = decodedClock(["-probesize", "32", "-analyzeduration", "0", "-f", "h264", "-i", "pipe:0"]);
+  let frame: Buffer[] = [];
+  let keyed = false;
+  const onVideoPacket = (packet: Buffer) => {
+    frame.push(packet);
+    if (!(packet[1]! & 0x80)) return;
+    // By sequence number: a fragmented unit missing a packet is dropped, not spliced.
+    const annexB = depacketizeH264(inSequenceOrder(frame.flatMap((p) => parseRtp(p) ?? [])));
+    frame = [];
+    keyed ||= hasIdr(annexB);
+    // Without the delimiter, ffmpeg's parser would wait for the next frame's start to end this one.
+    if (keyed) decoder.child.stdin!.write(Buffer.concat([annexB, AUD]));
+  };
+  const viewer = await whepPlay(url, { onVideoPacket }).catch((err: unknown) => {
+    decoder.stop();
+    throw err;
+  });
+  try {
+    if (viewer.status !== 201) throw new Error(`the WHEP client was answered ${viewer.status}: ${viewer.body}`);
+    await sleep(3000);
+    decoder.latencies.length = 0;
+    await sleep(seconds * 1000);
+    return decoder.latencies.slice();
+  } finally {
+    await viewer.stop();
+    decoder.stop();
+  }
+}
+
+/** The source's FLV over TCP straight into the decoder (see the header). */
+async function bareRun(seconds: number): Promise<Result> {
+  const port = await freePort();
+  // Probing delays the start only; the warm-up below is longer than it.
+  const decoder = decodedClock(["-analyzeduration", "500000", "-f", "flv", "-i", `tcp://127.0.0.1:${port}?listen=1`]);
+  await sleep(500);
+  const source = startSource(["-f", "flv", `tcp://127.0.0.1:${port}`]);
+  try {
+    await sleep(3000);
+    decoder.latencies.length = 0;
+    await sleep(seconds * 1000);
+    return { name: "bare (encoder → FLV over TCP → decoder)", latencies: decoder.latencies.slice() };
+  } finally {
+    await source.stop();
+    decoder.stop();
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = http.createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.once("error", reject);
+  });
 }
 
 /** ms from `startedAt` to the first video packet of a keyframe a WHEP client receives. */
@@ -389,15 +514,16 @@ async function main(): Promise<void> {
       : undefined;
     const onair = await onairRun(browser, warmup, seconds);
     const onairBefore = before ? await onairRun(browser, warmup, seconds, before) : undefined;
-    const webrtc = await webrtcRun(browser, warmup, seconds);
+    const [webrtc, webrtcClient] = await webrtcRun(browser, warmup, seconds);
     const baseline = await baselineRun(browser, warmup, seconds);
-    const rows = [onair, ...(onairBefore ? [onairBefore] : []), webrtc, baseline].map((r) => [
+    const bare = await bareRun(Math.min(seconds, CLIENT_SECONDS));
+    const rows = [onair, ...(onairBefore ? [onairBefore] : []), webrtc!, webrtcClient!, baseline, bare].map((r) => [
       r.name,
       String(r.latencies.length),
       fixed(median(r.latencies) / 1000, 3),
       fixed(pct(r.latencies, 95) / 1000, 3),
       fixed(Math.max(...r.latencies) / 1000, 3),
-      String(r.stalls),
+      r.stalls !== undefined ? String(r.stalls) : "",
       r.playableMs !== undefined ? fixed(r.playableMs / 1000, 2) : "",
       r.sessionToPlayableMs !== undefined ? fixed(r.sessionToPlayableMs / 1000, 2) : "",
       r.recoveryMs !== undefined ? fixed(r.recoveryMs / 1000, 3) : "",
@@ -407,7 +533,9 @@ async function main(): Promise<void> {
     console.log(formatTable(["setup", "frames", "p50 s", "p95 s", "max s", "stalls", "encoder start→playable s", "publish→playable s", "after stall +s", "target at end s", "encoder start→first WebRTC frame s"], rows));
     const ratio = (a: number, b: number) => fixed(a / b, 2);
     console.log(`\nonair / baseline: p50 ${ratio(median(onair.latencies), median(baseline.latencies))}×, p95 ${ratio(pct(onair.latencies, 95), pct(baseline.latencies, 95))}×`);
-    console.log(`webrtc / baseline: p50 ${ratio(median(webrtc.latencies), median(baseline.latencies))}×; webrtc / onair LL-HLS: p50 ${ratio(median(webrtc.latencies), median(onair.latencies))}×`);
+    console.log(`webrtc / baseline: p50 ${ratio(median(webrtc!.latencies), median(baseline.latencies))}×; webrtc / onair LL-HLS: p50 ${ratio(median(webrtc!.latencies), median(onair.latencies))}×`);
+    const ms = (x: number) => `${Math.round(x)} ms`;
+    console.log(`where WebRTC's p50 goes: encoder and decoder alone (bare) ${ms(median(bare.latencies))}, onair's path on top ${ms(median(webrtcClient!.latencies) - median(bare.latencies))}, the browser (jitter buffer, decode, display) ${ms(median(webrtc!.latencies) - median(webrtcClient!.latencies))}; webrtc client / bare p50 ${ratio(median(webrtcClient!.latencies), median(bare.latencies))}×`);
     if (onairBefore) console.log(`onair / onair with the player at ${before!.label}: p50 ${ratio(median(onair.latencies), median(onairBefore.latencies))}× (${fixed((median(onair.latencies) - median(onairBefore.latencies)) / 1000, 3)} s), p95 ${ratio(pct(onair.latencies, 95), pct(onairBefore.latencies, 95))}×`);
     console.log("targets: onair p50 ≤ 0.85 s, p95 ≤ 1.0 s, 0 stalls (the injected one aside), within 0.15 s 10 s after a stall, publish→playable ≤ 1.5 s; webrtc p50 ≤ 0.30 s, p95 ≤ 0.40 s, 0 stalls");
     console.log("(the stall column counts the injected stall; 'after stall' is latency 10 s after it minus latency before it;");

@@ -53,6 +53,8 @@ export interface WhepPlayOptions {
   /** Sent as `Authorization: Bearer …`. */
   bearer?: string;
   headers?: Record<string, string>;
+  /** Every video RTP packet as it arrives (a bench reads frames live). */
+  onVideoPacket?: (packet: Buffer) => void;
 }
 
 /**
@@ -100,6 +102,7 @@ async function whepPlayOnce(url: string, opts: WhepPlayOptions): Promise<WhepVie
   videoTrack.onMessage((packet) => {
     if (isRtcp(packet)) return;
     received.video.packets.push(packet);
+    opts.onVideoPacket?.(packet);
     if (firstFrameAt === undefined && startsH264Keyframe(packet)) firstFrameAt = performance.now();
   });
   audioTrack.onMessage((packet) => {
