@@ -45,7 +45,7 @@ export interface HlsAccess {
 const credentials = (req: Request): Credentials => ({
   jwt: req.query.jwt,
   jwtHeader: req.get("livepeer-jwt"),
-  accessKey: req.query.accessKey ?? req.get("livepeer-access-key"),
+  accessKey: req.query.accessKey || req.get("livepeer-access-key"),
   session: req.query[SESSION_PARAM],
   media: req.query[MEDIA_PARAM],
 });
@@ -113,8 +113,10 @@ function proxy(req: Request, res: Response, base: string, mark: string): Promise
     const url = passedUrl(req.originalUrl, base);
     const headers: Record<string, string> = { "accept-encoding": req.get("accept-encoding") ?? "", [PROXIED]: mark };
     // The packaging node decides who watches: it sees what the player showed.
-    const jwt = req.get("livepeer-jwt");
-    if (jwt !== undefined) headers["livepeer-jwt"] = jwt;
+    for (const h of ["livepeer-jwt", "livepeer-access-key"]) {
+      const v = req.get(h);
+      if (v !== undefined) headers[h] = v;
+    }
     const upstream = (url.protocol === "https:" ? https : http).get(url, { headers, timeout: 15_000 }, (up) => {
       res.status(up.statusCode ?? 502);
       for (const h of PROXIED_HEADERS) if (up.headers[h] !== undefined) res.set(h, up.headers[h] as string);

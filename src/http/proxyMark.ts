@@ -3,7 +3,8 @@ import type { Request } from "express";
 
 /**
  * Marks a request one node passed to another: it is answered there, never passed on again, and
- * counted there per playback id and node only (the node that passed it counted its client). The
+ * counted there per playback id and node only (the node that passed it counted its client; for
+ * WHEP offers, which only the answering node counts, PROXIED_CLIENT names it). The
  * mark's value is a key every node derives from the cluster's shared secret: a player that
  * sends the header with any other value is an ordinary player.
  */

@@ -59,7 +59,7 @@ async function passOn(req: Request, res: Response, base: string, mark: string): 
 const credentials = (req: Request): Credentials => ({
   jwt: req.query.jwt,
   jwtHeader: req.get("livepeer-jwt") ?? /^Bearer\s+(\S+)\s*$/i.exec(req.get("authorization") ?? "")?.[1],
-  accessKey: req.query.accessKey ?? req.get("livepeer-access-key"),
+  accessKey: req.query.accessKey || req.get("livepeer-access-key"),
 });
 
 export function whepRouter(deps: WhepRoutesDeps): express.Router {

@@ -185,7 +185,7 @@ export class PlaybackGate {
     const q = new URLSearchParams({ [SESSION_PARAM]: session });
     // A credential shown in a header too: Livepeer's player sends Livepeer-Jwt and
     // Livepeer-Access-Key with the master playlist's request only, never the variants'.
-    const jwt = text(c.jwt) ?? text(c.jwtHeader);
+    const jwt = text(c.jwtHeader) ?? text(c.jwt); // the one admit() checked
     const accessKey = webhookKey(c);
     if (subject.policy?.type === "jwt" && jwt) q.set("jwt", jwt);
     if (subject.policy?.type === "webhook" && accessKey) q.set("accessKey", accessKey);

@@ -66,7 +66,7 @@ export class WhepPlayback {
     return this.deps.feeds.get(playbackId)?.playable === true;
   }
 
-  /** `client`: the asking address (see clientKey), undefined for a request another node passed on. */
+  /** `client`: the asking address (see clientKey; for a request another node passed on, the one it names), undefined if none is known. */
   async play(playbackId: string, offerSdp: () => string, client?: string): Promise<{ id: string; answer: string }> {
     const feed = this.deps.feeds.get(playbackId);
     if (!feed || !feed.playable) throw new WhepRefusal(404, "the stream is not live (or not on this node)");
