@@ -1,7 +1,7 @@
 import type { Store } from "../db";
 import { hlsRouter, whepRouter } from "../http";
 import { WhepPlayback, type RealtimeFeeds } from "../realtime";
-import { iceServerLinks, peerConfig } from "../webrtc";
+import { iceServerLinks, peerConfig, StunResponder } from "../webrtc";
 import { BlockingWaits } from "../hls";
 import { remoteLiveNode } from "../cluster";
 import { PlaybackGate, playbackSubjects, QuestionBudget, startViewerCountFlush, ViewerCounter, webhookQuestion } from "../playback";
@@ -59,6 +59,10 @@ export function wirePlayback({ config, log, stops }: Wiring, store: Store, { out
   const hls = hlsRouter(store, hlsDir, liveHls, { gate, subject }, remote, waits);
   const whep = realtime && whepPlayback(config, log, realtime, viewers);
   if (whep) stops.register("intake", "WebRTC viewers", () => whep.close());
+  if (whep && config.webrtc.stunPort > 0) {
+    const stun = StunResponder.listen(config.webrtc.stunPort, config.webrtc.bindAddress, log.child({ playback: "stun" }));
+    stops.register("intake", "STUN responder", async () => (await stun)?.close());
+  }
   const iceLinks = iceServerLinks(config.webrtc.iceServers, config.webrtc.iceUsername, config.webrtc.iceCredential);
   return { viewers, hls, whep: whepRouter({ whep, gate, subject, iceLinks, publicIceLinks: iceServerLinks(config.webrtc.iceServers), ...(remote ? { remote } : {}) }) };
 }

@@ -29,6 +29,7 @@ export function clusterEnv(shared: { roles: string; databaseUrl: string; redisPr
     NODE_LEASE_SECONDS: String(shared.leaseSeconds),
     HLS_SEGMENT_SECONDS: "1",
     RECONNECT_WINDOW_SECONDS: "0",
+    WEBRTC_STUN_PORT: "0",
     DESTINATION_ALLOW_HOSTS: "127.0.0.1,localhost",
     ...over,
   };

@@ -46,6 +46,12 @@ export const ingest = area("ingest", {
     doc: "UDP ports the WebRTC peers (WHIP publishers, WHEP viewers) gather on; open them in the firewall. One port (`8189`) is shared by every peer.",
   }).at("webrtc.udpPorts"),
   WEBRTC_BIND_ADDRESS: ipAddress("The address WebRTC peers bind (tests use `127.0.0.1`).", "every interface").at("webrtc.bindAddress"),
+  WEBRTC_STUN_PORT: integer({
+    default: 3478,
+    min: 0,
+    max: 65_535,
+    doc: "A UDP port answering STUN Binding requests (and TURN's with an error, onair relays nothing), on `WEBRTC_BIND_ADDRESS`: Livepeer's player asks the WHEP URL's host for STUN and TURN on 3478, and without an answer its ICE gathering waits out 5 s before it plays. `0`: none. A port already taken is logged and skipped.",
+  }).at("webrtc.stunPort"),
   WEBRTC_PUBLIC_IP: ipAddress("Behind a 1:1 NAT: announced beside each host candidate, on the same port.", "unset").at("webrtc.publicIp"),
   WEBRTC_ICE_SERVERS: list({
     what: "stun:, stuns:, turn: or turns: URLs separated by commas",

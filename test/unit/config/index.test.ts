@@ -65,7 +65,7 @@ describe("loadConfig", () => {
     );
     expect(Object.keys(c.webhooks).sort()).toEqual(["concurrency", "retryFirstMs", "retryWindowMs", "timeoutMs"]);
     expect(Object.keys(c.outbound).sort()).toEqual(["allowHosts", "allowPrivate"]);
-    expect(Object.keys(c.webrtc).sort()).toEqual(["bindAddress", "iceCredential", "iceServers", "iceUsername", "maxViewers", "maxViewersPerStream", "mediaTimeoutMs", "pendingPerClient", "playback", "publicIp", "udpPorts"]);
+    expect(Object.keys(c.webrtc).sort()).toEqual(["bindAddress", "iceCredential", "iceServers", "iceUsername", "maxViewers", "maxViewersPerStream", "mediaTimeoutMs", "pendingPerClient", "playback", "publicIp", "stunPort", "udpPorts"]);
     expect(Object.keys(c.srt!).sort()).toEqual(["idleMs", "latencyMs", "perUser", "ports", "publicHost"]);
     // A user's share of SRT ports: a quarter of the range unless set, at least one.
     expect(c.srt).toMatchObject({ perUser: 2, idleMs: 86_400_000 });
