@@ -47,6 +47,8 @@ function joinType(method: number, cls: number): number {
  * first bits, magic cookie, length), or a method other than Binding and TURN's.
  */
 export function stunAnswer(msg: Buffer, from: StunSender): Buffer | undefined {
+  // Port 0 is no one's: a datagram can claim it (spoofed), an answer cannot go there.
+  if (from.port <= 0 || from.port > 65_535) return undefined;
   if (msg.length < HEADER || (msg[0]! & 0xc0) !== 0 || msg.readUInt32BE(4) !== MAGIC) return undefined;
   const length = msg.readUInt16BE(2);
   if (length % 4 !== 0 || HEADER + length !== msg.length) return undefined;

@@ -32,7 +32,13 @@ export class StunResponder {
       }
       socket.on("message", (msg, from) => {
         const answer = stunAnswer(msg, from as StunSender);
-        if (answer) socket.send(answer, from.port, from.address, () => undefined);
+        if (!answer) return;
+        // send() throws for some addresses before it calls back: one datagram must not end the process.
+        try {
+          socket.send(answer, from.port, from.address, () => undefined);
+        } catch (err) {
+          log.debug({ err, from: from.address }, "STUN: could not answer");
+        }
       });
       // A send that fails (the sender's address unreachable) is that datagram's business only.
       socket.on("error", (err) => log.debug({ err }, "STUN: socket error"));

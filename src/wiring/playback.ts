@@ -59,7 +59,10 @@ export function wirePlayback({ config, log, stops }: Wiring, store: Store, { out
   const hls = hlsRouter(store, hlsDir, liveHls, { gate, subject }, remote, waits);
   const whep = realtime && whepPlayback(config, log, realtime, viewers);
   if (whep) stops.register("intake", "WebRTC viewers", () => whep.close());
-  if (whep && config.webrtc.stunPort > 0) {
+  // Not on a port the WebRTC peers gather on: the responder would take it from them.
+  const stunClash = config.webrtc.udpPorts !== undefined && config.webrtc.stunPort >= config.webrtc.udpPorts.first && config.webrtc.stunPort <= config.webrtc.udpPorts.last;
+  if (stunClash) log.warn({ stunPort: config.webrtc.stunPort }, "STUN: WEBRTC_STUN_PORT is inside WEBRTC_UDP_PORTS; no STUN responder (set another port, or 0)");
+  if (whep && config.webrtc.stunPort > 0 && !stunClash) {
     const stun = StunResponder.listen(config.webrtc.stunPort, config.webrtc.bindAddress, log.child({ playback: "stun" }));
     stops.register("intake", "STUN responder", async () => (await stun)?.close());
   }

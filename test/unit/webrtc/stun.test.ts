@@ -79,4 +79,9 @@ describe("stunAnswer", () => {
   ])("gives no answer to %s", (_what, msg) => {
     expect(stunAnswer(msg, v4)).toBeUndefined();
   });
+
+  it("gives no answer to a sender claiming port 0 (a spoofed datagram; the answer could not be sent)", () => {
+    expect(stunAnswer(request(0x0001), { ...v4, port: 0 })).toBeUndefined();
+    expect(stunAnswer(request(0x0003, REQUESTED_TRANSPORT), { ...v6, port: 0 })).toBeUndefined();
+  });
 });
