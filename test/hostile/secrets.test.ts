@@ -22,7 +22,7 @@ beforeAll(async () => {
       done();
     },
   });
-  server = await startServer(loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "debug", API_RATE_LIMIT: "0", RECONNECT_WINDOW_SECONDS: "0" }), createLogger("debug", sink));
+  server = await startServer(loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "debug", API_RATE_LIMIT: "0", RECONNECT_WINDOW_SECONDS: "0", WEBRTC_STUN_PORT: "0" }), createLogger("debug", sink));
   key = server.firstUser!.apiKey;
   api = apiClient(server.apiUrl, key);
 });

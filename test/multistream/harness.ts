@@ -32,7 +32,7 @@ export async function startHarness(opts: { env?: Record<string, string>; dataDir
   const logs: string[] = [];
   // No reconnect window unless a test asks for one (a stream's reconnectWindow, or env).
   const database = await testDatabaseEnv(dataDir);
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", HLS_SEGMENT_SECONDS: "1", RECONNECT_WINDOW_SECONDS: "0", ...LOOPBACK_DESTINATIONS, ...database, ...env });
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", HLS_SEGMENT_SECONDS: "1", RECONNECT_WINDOW_SECONDS: "0", WEBRTC_STUN_PORT: "0", ...LOOPBACK_DESTINATIONS, ...database, ...env });
   const server = await startServer(config, createLogger("debug", { write: (line: string) => void logs.push(line) }));
   const key = server.firstUser?.apiKey ?? (await server.store.apiKeys.create((await server.store.users.getOrCreate("admin")).id));
   const api = apiClient(`http://127.0.0.1:${server.port}/api`, key);

@@ -18,7 +18,7 @@ it("logs each line of a live session with its streamId and sessionId, as JSON", 
     },
   });
   const dataDir = tempDir();
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", HLS_SEGMENT_SECONDS: "1", LOG_LEVEL: "debug", RECONNECT_WINDOW_SECONDS: "0" });
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", HLS_SEGMENT_SECONDS: "1", LOG_LEVEL: "debug", RECONNECT_WINDOW_SECONDS: "0", WEBRTC_STUN_PORT: "0" });
   const server = await startServer(config, createLogger(config.logLevel, sink));
   try {
     const api = apiClient(server.apiUrl.replace("localhost", "127.0.0.1"), server.firstUser!.apiKey);
