@@ -545,7 +545,12 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exit(1);
-});
+// Exits when done: the WHEP clients' libdatachannel threads keep the process alive after their
+// peers close (as jest.config.js says of the test suites), and it would never end by itself.
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
