@@ -9,7 +9,7 @@ import { FFPROBE, ffmpegPidsMentioning, pushTestStream, waitFor } from "../helpe
 import { startReceiver, type Receiver } from "../helpers/receiver";
 import { tempDir } from "../helpers/server";
 import { deleteKeys, uniquePrefix } from "../queue/redis";
-import { client, clusterEnv, rtmpBalancer, reconnectingPublisher, startNode, type Node } from "../helpers/cluster";
+import { client, clusterEnv, rtmpBalancer, reconnectingPublisher, startNode, type Node } from "../helpers/clusterNodes";
 import { throwAwayDatabase, type ThrowAwayDatabase } from "../helpers/postgres";
 import { whepPlay } from "../helpers/whepClient";
 
