@@ -13,7 +13,7 @@ import path from "node:path";
 import { pushTestStream } from "../test/helpers/media";
 import { startServerProcess, type ServerProcess } from "../test/helpers/serverProcess";
 import { whipPublish, type WhipClient } from "../test/helpers/whipClient";
-import { exitOnSignal, ffmpegVersion, fixed, formatTable, median, positiveIntFromEnv, processCpuSeconds } from "./lib";
+import { exitOnSignal, ffmpegVersion, fixed, formatTable, median, positiveIntFromEnv, processCpuSeconds, childPids, killPids, stopServerProcess } from "./lib";
 
 const FFMPEG = process.env.FFMPEG_PATH || "ffmpeg";
 const ROUNDS = positiveIntFromEnv("BENCH_INGEST_ROUNDS", 3, 50);
@@ -33,35 +33,12 @@ let server: ServerProcess | undefined;
 const children = new Set<ChildProcess>();
 exitOnSignal(() => {
   for (const c of children) c.kill("SIGKILL");
-  killPids(serverChildren());
+  killPids(childPids(server?.pid));
   void server?.kill();
 });
 
-/** The server's own ffmpeg (ladders, bridges, SRT listeners), by PID. */
-function serverChildren(): number[] {
-  if (!server) return [];
-  return spawnSync("pgrep", ["-P", String(server.pid)], { encoding: "utf8" }).stdout.split("\n").filter(Boolean).map(Number);
-}
 
-function killPids(pids: number[]): void {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
-}
 
-/** SIGTERM (the server stops its own ffmpeg, SRT listeners included), then whatever it left, by PID. */
-async function stopServer(): Promise<void> {
-  if (!server) return;
-  const kids = serverChildren();
-  server.child.kill("SIGTERM");
-  await Promise.race([server.exited, sleep(12_000)]);
-  await server.kill();
-  killPids(kids);
-}
 
 async function api(method: string, p: string, body?: unknown): Promise<any> {
   const res = await fetch(server!.apiUrl + p, {
@@ -166,7 +143,7 @@ async function main(): Promise<void> {
     await idle(streams[p]);
     await sleep(1000);
   }
-  await stopServer();
+  await stopServerProcess(server);
   fs.rmSync(dataDir, { recursive: true, force: true });
 
   const base = median(toPlayable.rtmp);
@@ -192,6 +169,6 @@ main().then(
   (err) => {
     console.error(err);
     for (const c of children) c.kill("SIGKILL");
-    void stopServer().finally(() => process.exit(1));
+    void stopServerProcess(server).finally(() => process.exit(1));
   },
 );

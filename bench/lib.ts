@@ -241,3 +241,30 @@ export async function throwAwayDatabase(server: string, name: string): Promise<{
   u.pathname = `/${database}`;
   return { url: u.toString(), drop: () => admin(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`) };
 }
+
+/** A process's children, by PID (the server's own ffmpeg: ladders, bridges, SRT listeners). */
+export function childPids(pid: number | undefined): number[] {
+  if (pid === undefined) return [];
+  return spawnSync("pgrep", ["-P", String(pid)], { encoding: "utf8" }).stdout.split("\n").filter(Boolean).map(Number);
+}
+
+/** SIGKILL to each PID; one already gone is fine. */
+export function killPids(pids: number[]): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+}
+
+/** SIGTERM (the server stops its own ffmpeg), up to 12 s to exit, then whatever it left, by PID. */
+export async function stopServerProcess(server: { pid: number; child: ChildProcess; exited: Promise<unknown>; kill(): Promise<unknown> } | undefined): Promise<void> {
+  if (!server) return;
+  const kids = childPids(server.pid);
+  server.child.kill("SIGTERM");
+  await Promise.race([server.exited, new Promise((r) => setTimeout(r, 12_000).unref())]);
+  await server.kill();
+  killPids(kids);
+}

@@ -20,7 +20,7 @@
 //
 // Settings: BENCH_CONNECTIONS (20), BENCH_DURATION in seconds per run (5, after a 2 s warm-up).
 
-import { spawnSync, type ChildProcess } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -31,7 +31,7 @@ const PipelinedRequestsQueue = require("autocannon/lib/pipelinedRequestsQueue") 
 import { importPKCS8, SignJWT } from "jose";
 import { pushTestStream } from "../test/helpers/media";
 import { startServerProcess, type ServerProcess } from "../test/helpers/serverProcess";
-import { Child, exitOnSignal, ffmpegVersion, fixed, formatTable, positiveIntFromEnv, runProblems, type RunOutcome } from "./lib";
+import { Child, exitOnSignal, ffmpegVersion, fixed, formatTable, positiveIntFromEnv, runProblems, type RunOutcome, childPids, killPids, stopServerProcess } from "./lib";
 
 const ROOT = path.resolve(__dirname, "..");
 const FFMPEG = process.env.FFMPEG_PATH || "ffmpeg";
@@ -46,38 +46,15 @@ let server: ServerProcess | undefined;
 let baseline: Child | undefined;
 const pushes: ChildProcess[] = [];
 
-/** The server's own children (none expected for passthrough, but whatever it started), by PID. */
-function serverChildren(): number[] {
-  if (!server) return [];
-  return spawnSync("pgrep", ["-P", String(server.pid)], { encoding: "utf8" }).stdout.split("\n").filter(Boolean).map(Number);
-}
 
-function killPids(pids: number[]): void {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
-}
 
 exitOnSignal(() => {
   for (const p of pushes) p.kill("SIGKILL");
   baseline?.signal("SIGKILL");
-  killPids(serverChildren());
+  killPids(childPids(server?.pid));
   void server?.kill();
 });
 
-/** SIGTERM (the server stops what it started), then whatever it left, by PID. */
-async function stopServer(): Promise<void> {
-  if (!server) return;
-  const kids = serverChildren();
-  server.child.kill("SIGTERM");
-  await Promise.race([server.exited, sleep(12_000)]);
-  await server.kill();
-  killPids(kids);
-}
 
 // ---------------------------------------------------------------------------------------------
 // onair, its streams and the URIs it hands a player
@@ -332,7 +309,7 @@ async function main(): Promise<void> {
   } finally {
     for (const p of pushes) p.kill("SIGKILL");
     await baseline?.stop(3000, "SIGTERM");
-    await stopServer();
+    await stopServerProcess(server);
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }

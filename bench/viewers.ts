@@ -19,14 +19,14 @@
 // Settings: BENCH_VIEWERS ("0,25,50,100,200"; 0 is always measured first), BENCH_STEP_SECONDS (20),
 // BENCH_VIEWER_PROCESSES (2).
 
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import readline from "node:readline";
 import { pushTestStream } from "../test/helpers/media";
 import { startServerProcess, type ServerProcess } from "../test/helpers/serverProcess";
-import { exitOnSignal, ffmpegVersion, fixed, formatTable, median, positiveIntFromEnv, processCpuSeconds } from "./lib";
+import { exitOnSignal, ffmpegVersion, fixed, formatTable, median, positiveIntFromEnv, processCpuSeconds, childPids, killPids, stopServerProcess } from "./lib";
 import type { ViewerCounters } from "./viewerLoad";
 
 const ROOT = path.resolve(__dirname, "..");
@@ -64,38 +64,15 @@ let push: ChildProcess | undefined;
 let pushEnded: string | undefined;
 const loaders: Loader[] = [];
 
-/** The server's own ffmpeg (the ladder), by PID. */
-function serverChildren(): number[] {
-  if (!server) return [];
-  return spawnSync("pgrep", ["-P", String(server.pid)], { encoding: "utf8" }).stdout.split("\n").filter(Boolean).map(Number);
-}
 
-function killPids(pids: number[]): void {
-  for (const pid of pids) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  }
-}
 
 exitOnSignal(() => {
   for (const l of loaders) l.child.kill("SIGKILL");
   push?.kill("SIGKILL");
-  killPids(serverChildren());
+  killPids(childPids(server?.pid));
   void server?.kill();
 });
 
-/** SIGTERM (the server stops its ffmpeg), then whatever it left, by PID. */
-async function stopServer(): Promise<void> {
-  if (!server) return;
-  const kids = serverChildren();
-  server.child.kill("SIGTERM");
-  await Promise.race([server.exited, sleep(12_000)]);
-  await server.kill();
-  killPids(kids);
-}
 
 const rssBytes = (pid: number) => {
   try {
@@ -224,7 +201,7 @@ interface Sample {
 async function sample(urls: { hls: string }): Promise<Sample> {
   const playlist = await fetch(urls.hls).then((r) => r.text()).catch(() => "");
   const viewers = await Promise.all(loaders.map(async (l) => (await l.send({ op: "sample" })).viewers ?? []));
-  const ffmpeg = new Map(serverChildren().map((pid) => [pid, processCpuSeconds(pid) ?? 0]));
+  const ffmpeg = new Map(childPids(server?.pid).map((pid) => [pid, processCpuSeconds(pid) ?? 0]));
   return { at: performance.now(), machine: machineJiffies(), edge: liveEdgeMs(playlist), server: processCpuSeconds(server!.pid) ?? 0, ffmpeg, loaders: loaders.reduce((s, l) => s + l.cpu, 0), push: processCpuSeconds(push!.pid!) ?? 0, viewers };
 }
 
@@ -462,7 +439,7 @@ async function main(): Promise<void> {
       clearTimeout(timer);
     }
     push?.kill("SIGKILL");
-    await stopServer();
+    await stopServerProcess(server);
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
 }
