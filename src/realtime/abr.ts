@@ -58,6 +58,20 @@ export function lossEstimate(previous: number, sent: number, fractionLost: numbe
   return previous;
 }
 
+/**
+ * A loss-free stretch this long lifts the loss-based limit altogether (ms), so the player's own
+ * estimate governs again. Climbing 5 % a step from the lowest rung to the top of a ladder takes
+ * about a minute; a burst of loss (a queue overflowing once on a busy host) would otherwise hold a
+ * viewer low long after the path has recovered. A path that is still lossy limits it again within
+ * one LOSS_DOWN_EVERY_MS.
+ */
+export const LOSS_LIFT_AFTER_MS = 5000;
+
+/** Whether a report of this loss, `sinceLossMs` after the last report with loss, lifts the limit. */
+export function lossLimitLifts(fractionLost: number, sinceLossMs: number): boolean {
+  return fractionLost < LOSS_LOW && sinceLossMs >= LOSS_LIFT_AFTER_MS;
+}
+
 /** Whether a report of this loss may move the estimate `sinceLastMs` after its last move. */
 export function lossStepDue(fractionLost: number, sinceLastMs: number): boolean {
   if (fractionLost > LOSS_HIGH) return sinceLastMs >= LOSS_DOWN_EVERY_MS;

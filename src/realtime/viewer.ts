@@ -13,7 +13,7 @@ import {
 import type { Logger } from "../log";
 import { OPUS_BITRATE } from "../media";
 import { addOfferCandidates, gathered, OfferError, PLAYOUT_DELAY_URI, randomSsrc, readRtcp, REMOTE_CANDIDATES_DELAY_MS, withPublicAddress, type RestrictedOffer } from "../webrtc";
-import { chooseRung, LOSS_HIGH, lossEstimate, lossStepDue } from "./abr";
+import { chooseRung, LOSS_HIGH, LOSS_LOW, lossEstimate, lossLimitLifts, lossStepDue } from "./abr";
 import type { AudioFrame, FeedListener, LiveFeed, VideoFrame } from "./feed";
 
 export interface ViewerSettings {
@@ -95,6 +95,8 @@ export class WhepViewer implements FeedListener {
   private lossLimit = Infinity;
   /** When the loss rule last moved it (ms; see lossStepDue). */
   private lossSteppedAt = -Infinity;
+  /** When a report last showed loss (ms; see lossLimitLifts). */
+  private lossSeenAt = -Infinity;
   private framesSent = 0;
   private framesDropped = 0;
   private audioSent = 0;
@@ -269,6 +271,11 @@ export class WhepViewer implements FeedListener {
   /** The loss rule's step for a report of this loss on the video, when one is due. */
   private lossStep(fraction: number): boolean {
     const now = performance.now();
+    if (fraction >= LOSS_LOW) this.lossSeenAt = now;
+    if (Number.isFinite(this.lossLimit) && lossLimitLifts(fraction, now - this.lossSeenAt)) {
+      this.lossLimit = Infinity;
+      return true;
+    }
     if (this.current === undefined || !lossStepDue(fraction, now - this.lossSteppedAt)) return false;
     // Nothing to climb from while loss has not limited it: such a report is no step.
     if (!Number.isFinite(this.lossLimit) && fraction < LOSS_HIGH) return false;

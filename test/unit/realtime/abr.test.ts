@@ -1,4 +1,4 @@
-import { chooseRung, KEEP_HEADROOM, LOSS_DOWN_EVERY_MS, LOSS_HIGH, LOSS_LOW, LOSS_UP_EVERY_MS, lossEstimate, lossStepDue, UP_HEADROOM, type Rung } from "../../../src/realtime/abr";
+import { chooseRung, KEEP_HEADROOM, LOSS_DOWN_EVERY_MS, LOSS_HIGH, LOSS_LIFT_AFTER_MS, LOSS_LOW, LOSS_UP_EVERY_MS, lossEstimate, lossLimitLifts, lossStepDue, UP_HEADROOM, type Rung } from "../../../src/realtime/abr";
 
 // A 720p / 480p / 360p ladder, index 0 the highest, as renditionLadder orders the default one.
 const LADDER: Rung[] = [
@@ -90,6 +90,15 @@ describe("lossEstimate", () => {
     ["the first report steps at once", 0.2, Infinity, true],
   ])("lossStepDue: %s", (_what, fraction, since, expected) => {
     expect(lossStepDue(fraction, since)).toBe(expected);
+  });
+
+  it.each<[string, number, number, boolean]>([
+    ["a loss-free report after the loss-free stretch lifts the limit", 0, LOSS_LIFT_AFTER_MS, true],
+    ["not before it", 0, LOSS_LIFT_AFTER_MS - 1, false],
+    ["a report with loss never does", LOSS_LOW, Infinity, false],
+    ["nor one with heavy loss", 0.3, Infinity, false],
+  ])("lossLimitLifts: %s", (_what, fraction, since, expected) => {
+    expect(lossLimitLifts(fraction, since)).toBe(expected);
   });
 
   it("steps a 3-rung viewer down under sustained loss and back up once it clears", () => {
