@@ -1,7 +1,11 @@
+import crypto from "node:crypto";
+import fs from "node:fs/promises";
 import net from "node:net";
-import type { EventEmitter } from "node:events";
+import os from "node:os";
+import path from "node:path";
 import { audioCodecOf, videoCodecOf } from "../../../src/ingest/mediaCheck";
-import { waitFor } from "../../helpers/media";
+import * as onair from "../../../src/rtmp";
+import { FFPROBE, runProcess, waitFor } from "../../helpers/media";
 import {
   Amf0EcmaArray,
   ChunkStreamReader,
@@ -22,126 +26,122 @@ import {
   type RtmpMessage,
 } from "../../helpers/rtmpClient";
 
-// The server side is node-media-server 2.7.4 itself, run as src/ingest/rtmpIngest.ts runs it:
-// its sessions on a net.Server of our own, its events from its process-wide context.
-/* eslint-disable @typescript-eslint/no-require-imports */
-const NodeRtmpSession = require("node-media-server/src/node_rtmp_session") as new (config: unknown, socket: net.Socket) => NmsSession;
-const nmsContext = require("node-media-server/src/node_core_ctx") as { publishers: Map<string, string>; nodeEvent: EventEmitter };
-const nmsLogger = require("node-media-server/src/node_core_logger") as { setLogType(type: number): void };
-const nmsAv = require("node-media-server/src/node_core_av") as {
-  readAVCSpecificConfig(tag: Buffer): { profile: number; level: number; width: number; height: number };
-  readAACSpecificConfig(tag: Buffer): { object_type: number; sample_rate: number; channels: number };
-};
-/* eslint-enable @typescript-eslint/no-require-imports */
+// The client is checked against peers that share none of its code: onair's own RTMP server
+// (src/rtmp/server.ts) for publishing as an encoder does, a scripted server built from
+// src/rtmp's codecs for what that server never sends (pings, Set Peer Bandwidth twice, a
+// small acknowledgement window, an error status after NetStream.Publish.Start), and ffprobe
+// for what its FLV tag bodies describe.
 
-nmsLogger.setLogType(0);
-
-interface NmsPacket {
-  header: { fmt: number; cid: number; type: number; stream_id: number; timestamp: number; length: number };
-  payload: Buffer;
-  clock: number;
-}
-
-interface NmsSession {
-  id: string;
+/** One connection to the scripted server: what its client sent, and a way to send it anything. */
+interface ScriptedSession {
   socket: net.Socket;
-  publishStreamId: number;
-  parserPacket: NmsPacket;
-  ackSize: number;
-  inChunkSize: number;
-  videoFps: number;
-  videoWidth: number;
-  videoHeight: number;
-  videoProfileName: string;
-  audioCodec: number;
-  audioSamplerate: number;
-  audioChannels: number;
-  metaData: Buffer | null;
-  rtmpVideoHandler(): void;
-  rtmpAudioHandler(): void;
-  rtmpEventHandler(): void;
-  rtmpControlHandler(): void;
-  rtmpChunksCreate(packet: NmsPacket): Buffer;
-  sendStatusMessage(streamId: number, level: string, code: string, description: string): void;
-  sendWindowACK(size: number): void;
-  sendPingRequest(): void;
-  run(): void;
-  reject(): void;
-  stop(): void;
+  /** Every message the client sent after the handshake, in arrival order. */
+  received: onair.RtmpMessage[];
+  /** What the server could not read, if anything (the connection is then dropped). */
+  error?: Error;
+  send(message: onair.RtmpMessage): void;
+  /** An onStatus on the message stream createStream gave. */
+  sendStatus(level: string, code: string, description: string): void;
 }
 
-/** What a session of ours read from its client, message by message. */
-interface Seen {
-  video: { clock: number; payload: Buffer }[];
-  audio: { clock: number; payload: Buffer }[];
-  userControl: Buffer[];
-  acknowledgements: number[];
+interface Script {
+  /** Before connect's _result, where servers announce their window and bandwidth. */
+  onConnect?(session: ScriptedSession): void;
+  /** Right after NetStream.Publish.Start. */
+  onPublishStart?(session: ScriptedSession): void;
+  /** Each audio, video or data message after the publish. */
+  onMedia?(session: ScriptedSession, message: onair.RtmpMessage): void;
 }
 
-interface TestRtmpServer {
+interface ScriptedServer {
   url(streamName: string): string;
-  session(id: string): NmsSession;
-  /** The session publishing `/live/<streamName>`. */
-  publisherOf(streamName: string): NmsSession;
-  seen(id: string): Seen;
-  /** Listens to node-media-server's process-wide events until close(). */
-  on(event: string, listener: (id: string) => void): void;
+  sessions: ScriptedSession[];
   close(): Promise<void>;
 }
 
-const NMS_CONFIG = { rtmp: { chunk_size: 60000, gop_cache: true, ping: 30, ping_timeout: 60 } };
+/** The message stream id the scripted server's createStream gives. */
+const SCRIPTED_STREAM_ID = 1;
 
-async function startRtmpServer(): Promise<TestRtmpServer> {
-  const sessions = new Map<string, NmsSession>();
-  const seen = new Map<string, Seen>();
-  const listeners: [string, (id: string) => void][] = [];
+const commandMessage = (values: onair.Amf0Value[], streamId = 0): onair.RtmpMessage => ({ csid: 3, type: onair.RtmpType.amf0Command, streamId, timestamp: 0, payload: onair.encodeAmf0(values) });
+
+function userControlMessage(event: number, value: number, timestamp = 0): onair.RtmpMessage {
+  const payload = Buffer.alloc(6);
+  payload.writeUInt16BE(event, 0);
+  payload.writeUInt32BE(value, 2);
+  return { csid: 2, type: onair.RtmpType.userControl, streamId: 0, timestamp, payload };
+}
+
+function setPeerBandwidthMessage(size: number): onair.RtmpMessage {
+  const payload = Buffer.from([0, 0, 0, 0, 2]); // limit type 2, dynamic (spec 5.4.5)
+  payload.writeUInt32BE(size, 0);
+  return { csid: 2, type: onair.RtmpType.setPeerBandwidth, streamId: 0, timestamp: 0, payload };
+}
+
+/**
+ * A server that does just enough to take a publisher (the handshake, connect, createStream,
+ * publish answered with NetStream.Publish.Start) and otherwise sends what the test's script
+ * says, when it says.
+ */
+async function startScriptedServer(script: Script): Promise<ScriptedServer> {
+  const sessions: ScriptedSession[] = [];
   const server = net.createServer((socket) => {
-    const session = new NodeRtmpSession(NMS_CONFIG, socket);
-    // 2.7.4 starts a 5 s timer, never unref'd, on a publisher's first video tag to guess its
-    // frame rate; a non-zero rate skips it, so jest has nothing to wait for after the tests.
-    session.videoFps = 1;
-    const record: Seen = { video: [], audio: [], userControl: [], acknowledgements: [] };
-    const message = () => Buffer.from(session.parserPacket.payload.subarray(0, session.parserPacket.header.length));
-    const { rtmpVideoHandler, rtmpAudioHandler, rtmpControlHandler } = session;
-    session.rtmpVideoHandler = () => {
-      record.video.push({ clock: session.parserPacket.clock, payload: message() });
-      rtmpVideoHandler.call(session);
+    const handshake = new onair.ServerHandshake(onair.helloPacket(0, (n) => crypto.randomBytes(n)));
+    let handshakeDone = false;
+    const reader = new onair.ChunkReader();
+    const writer = new onair.ChunkWriter();
+    let publishing = false;
+    const session: ScriptedSession = {
+      socket,
+      received: [],
+      send: (message) => void (socket.writable && socket.write(writer.write(message))),
+      sendStatus: (level, code, description) => session.send(commandMessage(["onStatus", 0, null, { level, code, description }], SCRIPTED_STREAM_ID)),
     };
-    session.rtmpAudioHandler = () => {
-      record.audio.push({ clock: session.parserPacket.clock, payload: message() });
-      rtmpAudioHandler.call(session);
+    sessions.push(session);
+    const onMessage = (message: onair.RtmpMessage) => {
+      if (message.type === onair.RtmpType.amf0Command) {
+        const [name, transaction] = onair.decodeAmf0(message.payload);
+        if (name === "connect") {
+          script.onConnect?.(session);
+          session.send(commandMessage(["_result", transaction, { fmsVer: "FMS/3,0,1,123", capabilities: 31 }, { level: "status", code: "NetConnection.Connect.Success", description: "Connection succeeded." }]));
+        } else if (name === "createStream") {
+          session.send(commandMessage(["_result", transaction, null, SCRIPTED_STREAM_ID]));
+        } else if (name === "publish") {
+          publishing = true;
+          session.sendStatus("status", "NetStream.Publish.Start", "published");
+          script.onPublishStart?.(session);
+        }
+      } else if (publishing && [onair.RtmpType.audio, onair.RtmpType.video, onair.RtmpType.amf0Data].includes(message.type as 8 | 9 | 18)) {
+        script.onMedia?.(session, message);
+      }
     };
-    session.rtmpEventHandler = () => void record.userControl.push(message()); // 2.7.4's own does nothing
-    session.rtmpControlHandler = () => {
-      if (session.parserPacket.header.type === RtmpType.acknowledgement) record.acknowledgements.push(message().readUInt32BE(0));
-      rtmpControlHandler.call(session);
-    };
-    sessions.set(session.id, session);
-    seen.set(session.id, record);
-    session.run();
+    socket.on("error", () => {}); // a client that resets fails its own side of the test
+    socket.on("data", (data: Buffer) => {
+      try {
+        if (!handshakeDone) {
+          const step = handshake.push(data);
+          if (step.send) socket.write(step.send);
+          if (!step.done) return;
+          handshakeDone = true;
+          data = step.rest!;
+        }
+        for (const message of reader.push(data)) {
+          session.received.push(message);
+          onMessage(message);
+        }
+      } catch (err) {
+        session.error = err as Error;
+        socket.destroy();
+      }
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as net.AddressInfo;
-  const session = (id: string) => {
-    const s = sessions.get(id);
-    if (!s) throw new Error(`no session ${id} on this server`);
-    return s;
-  };
   return {
     url: (streamName) => `rtmp://127.0.0.1:${port}/live/${streamName}`,
-    session,
-    publisherOf: (streamName) => session(nmsContext.publishers.get(`/live/${streamName}`) ?? "none"),
-    seen: (id) => seen.get(id)!,
-    on(event, listener) {
-      // Other servers' sessions share the context: only ours are this test's business.
-      const ours = (id: string) => void (sessions.has(id) && listener(id));
-      nmsContext.nodeEvent.on(event, ours);
-      listeners.push([event, ours]);
-    },
+    sessions,
     async close() {
-      for (const [event, listener] of listeners.splice(0)) nmsContext.nodeEvent.off(event, listener);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      for (const s of sessions.values()) s.stop();
+      for (const s of sessions) s.socket.destroy();
       await closed;
     },
   };
@@ -283,21 +283,60 @@ describe("FLV tag bodies", () => {
     expect([...avcSequenceHeaderTag().subarray(0, 2), ...avcKeyframeTag().subarray(0, 2), sorensonH263KeyframeTag()[0], mp3FrameTag()[0]]).toEqual([0x17, 0x00, 0x17, 0x01, 0x12, 0x2f]);
   });
 
-  it("describe a 320x240 Baseline H.264 stream with 44.1 kHz stereo AAC-LC, as node-media-server reads them", () => {
-    expect(nmsAv.readAVCSpecificConfig(avcSequenceHeaderTag())).toMatchObject({ profile: 66, width: 320, height: 240 });
-    expect(nmsAv.readAACSpecificConfig(aacSequenceHeaderTag())).toMatchObject({ object_type: 2, sample_rate: 44100, channels: 2 });
+  it("describe a 320x240 Baseline H.264 stream with 44.1 kHz stereo AAC-LC that ffprobe decodes from an FLV file", async () => {
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), "rtmp-client-tags-"));
+    try {
+      const file = path.join(dir, "tags.flv");
+      const { audio, video } = onair.FlvTagType;
+      const tags = [
+        { type: video, timestamp: 0, data: avcSequenceHeaderTag() },
+        { type: audio, timestamp: 0, data: aacSequenceHeaderTag() },
+        { type: video, timestamp: 0, data: avcKeyframeTag() },
+        { type: audio, timestamp: 0, data: aacSilentFrameTag() },
+        { type: audio, timestamp: 23, data: aacSilentFrameTag() },
+      ];
+      await fs.writeFile(file, Buffer.concat([onair.flvHeader({ audio: true, video: true }), ...tags.map(onair.encodeFlvTag)]));
+      // -count_frames decodes every frame: the key frame must be a picture, the AAC frames audio.
+      const entries = "stream=codec_type,codec_name,profile,width,height,sample_rate,channels,nb_read_frames";
+      const { out, err, code } = await runProcess(FFPROBE, ["-v", "error", "-count_frames", "-show_entries", entries, "-of", "json", file]);
+      expect({ code, err }).toEqual({ code: 0, err: "" });
+      const streams = (JSON.parse(out) as { streams: { codec_type: string }[] }).streams.sort((a, b) => a.codec_type.localeCompare(b.codec_type));
+      expect(streams).toEqual([
+        { codec_type: "audio", codec_name: "aac", profile: "LC", sample_rate: "44100", channels: 2, nb_read_frames: "2" },
+        { codec_type: "video", codec_name: "h264", profile: "Constrained Baseline", width: 320, height: 240, nb_read_frames: "1" },
+      ]);
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
+    }
   });
 });
 
-describe("RtmpPublisher against node-media-server 2.7.4", () => {
-  let server: TestRtmpServer;
+/** What onair's server was asked, and the media and end a publish it accepted received. */
+interface Publish {
+  request: onair.PublishRequest;
+  media: onair.PublishedMedia[];
+  end?: onair.PublishEndReason;
+}
+
+describe("RtmpPublisher against onair's RTMP server", () => {
+  let server: onair.RtmpServer;
+  let port: number;
+  let publishes: Publish[];
+  /** What the server decides on a publish; accepts, recording its media, unless a test says otherwise. */
+  let decide: (publish: Publish) => onair.PublishDecision;
   const clients: RtmpPublisher[] = [];
-  let streamCount = 0;
-  /** Stream paths are process-wide in node-media-server: each test publishes its own. */
-  const newStreamName = () => `rtmp-client-test-${process.pid}-${++streamCount}`;
 
   beforeEach(async () => {
-    server = await startRtmpServer();
+    publishes = [];
+    decide = (publish) => ({ ok: true, sink: { media: (m) => void publish.media.push(m), end: (reason) => void (publish.end = reason) } });
+    server = new onair.RtmpServer({
+      onPublish: async (request) => {
+        const publish: Publish = { request, media: [] };
+        publishes.push(publish);
+        return decide(publish);
+      },
+    });
+    port = await server.listen(0, "127.0.0.1");
   });
 
   afterEach(async () => {
@@ -309,112 +348,173 @@ describe("RtmpPublisher against node-media-server 2.7.4", () => {
   });
 
   async function connect(streamName: string, options: { chunkSize?: number } = {}): Promise<RtmpPublisher> {
-    const c = await RtmpPublisher.connect(server.url(streamName), { timeoutMs: 5000, ...options });
+    const c = await RtmpPublisher.connect(`rtmp://127.0.0.1:${port}/live/${streamName}`, { timeoutMs: 5000, ...options });
     clients.push(c);
     return c;
   }
 
   it("publishes: NetStream.Publish.Start, then the server reads its metadata, audio and video as sent", async () => {
-    const name = newStreamName();
-    // 128-byte chunks, so the key frame takes continuation chunks, one of them with an extended timestamp
-    const c = await connect(name, { chunkSize: 128 });
+    // 100-byte chunks: the server reads the tags right only if the client announced them, and
+    // the key frames take continuation chunks, one of them with an extended timestamp.
+    const c = await connect("key?token=1", { chunkSize: 100 });
     expect(c.streamId).toBe(1);
     const status = await c.publish();
-    expect(status).toEqual({ level: "status", code: "NetStream.Publish.Start", description: `/live/${name} is now published.` });
+    expect(status).toEqual({ level: "status", code: "NetStream.Publish.Start", description: "key?token=1 is now published." });
+    expect(publishes.map((p) => [p.request.app, p.request.streamName, p.request.type, p.request.tcUrl])).toEqual([["live", "key?token=1", "live", `rtmp://127.0.0.1:${port}/live`]]);
 
-    const session = server.publisherOf(name);
-    expect(session.inChunkSize).toBe(128);
-    c.sendMetadata({ width: 320, height: 240, framerate: 25, audiosamplerate: 44100, stereo: true });
+    const metadata = { width: 320, height: 240, framerate: 25, audiosamplerate: 44100, stereo: true };
+    expect(c.sendMetadata(metadata)).toBe(true);
     const video = [
-      { clock: 0, payload: avcSequenceHeaderTag() },
-      { clock: 40, payload: avcKeyframeTag() },
-      { clock: 0x01000050, payload: avcKeyframeTag() },
+      { timestamp: 0, body: avcSequenceHeaderTag() },
+      { timestamp: 40, body: avcKeyframeTag() },
+      { timestamp: 0x01000050, body: avcKeyframeTag() },
     ];
     const audio = [
-      { clock: 0, payload: aacSequenceHeaderTag() },
-      { clock: 23, payload: aacSilentFrameTag() },
+      { timestamp: 0, body: aacSequenceHeaderTag() },
+      { timestamp: 23, body: aacSilentFrameTag() },
     ];
-    for (const v of video) expect(c.sendVideo(v.payload, v.clock)).toBe(true);
-    for (const a of audio) expect(c.sendAudio(a.payload, a.clock)).toBe(true);
+    for (const v of video) expect(c.sendVideo(v.body, v.timestamp)).toBe(true);
+    for (const a of audio) expect(c.sendAudio(a.body, a.timestamp)).toBe(true);
 
-    const seen = server.seen(session.id);
-    await waitFor("the server to read every tag", () => seen.video.length === video.length && seen.audio.length === audio.length, 5000, 5);
-    expect(seen.video).toEqual(video);
-    expect(seen.audio).toEqual(audio);
-    expect(session.metaData).not.toBeNull();
-    expect([session.videoWidth, session.videoHeight, session.videoProfileName]).toEqual([320, 240, "Baseline"]);
-    expect([session.audioCodec, session.audioSamplerate, session.audioChannels]).toEqual([10, 44100, 2]);
+    const { media } = publishes[0]!;
+    const total = 1 + video.length + audio.length;
+    await waitFor("the server to read every message", () => media.length === total, 5000, 5);
+    const of = (kind: string) => media.filter((m) => m.kind === kind);
+    expect(of("data")).toEqual([{ kind: "data", timestamp: 0, name: "onMetaData", values: [new onair.Amf0EcmaArray(metadata)], body: encodeAmf0(["@setDataFrame", "onMetaData", new Amf0EcmaArray(metadata)]) }]);
+    expect(of("video").map((m) => ({ timestamp: m.timestamp, body: m.body }))).toEqual(video);
+    expect(of("audio").map((m) => ({ timestamp: m.timestamp, body: m.body }))).toEqual(audio);
+    // And read as what they are: the H.264 configuration, then key frames; the AAC configuration, then a frame.
+    expect(of("video").map((m) => m.kind === "video" && m.tag)).toMatchObject([
+      { kind: "config", codec: "avc1" },
+      { kind: "frame", codec: "avc1", keyframe: true },
+      { kind: "frame", codec: "avc1", keyframe: true },
+    ]);
+    expect(of("audio").map((m) => m.kind === "audio" && m.tag)).toMatchObject([
+      { kind: "config", codec: "mp4a", config: Buffer.from([0x12, 0x10]) },
+      { kind: "frame", codec: "mp4a" },
+    ]);
     expect(c.statuses).toEqual([status]);
     expect(c.isOpen).toBe(true);
+    expect(publishes[0]!.end).toBeUndefined();
   });
 
-  it("returns the status a publisher refused in prePublish receives: NetStream.Publish.BadName and its description", async () => {
-    server.on("prePublish", (id) => {
-      const session = server.session(id);
-      session.sendStatusMessage(session.publishStreamId, "error", "NetStream.Publish.BadName", "invalid stream key");
-      session.reject();
-    });
-    const c = await connect(newStreamName());
+  it("returns the status of a refused publish: NetStream.Publish.BadName and its description, then the server's close", async () => {
+    decide = () => ({ ok: false, code: "NetStream.Publish.BadName", description: "invalid stream key" });
+    const c = await connect("wrong-key");
     expect(await c.publish()).toEqual({ level: "error", code: "NetStream.Publish.BadName", description: "invalid stream key" });
     expect(await c.nextStatus()).toEqual({ closed: true });
     await c.closed;
     expect(c.isOpen).toBe(false);
     expect(c.sendVideo(avcKeyframeTag(), 0)).toBe(false);
+    expect(publishes.map((p) => p.request.streamName)).toEqual(["wrong-key"]);
   });
 
+  it("returns {closed: true} when the server closes without a status", async () => {
+    decide = ({ request }) => {
+      request.connection.close(); // at once: the refusal below finds no socket to go out on
+      return { ok: false, code: "NetStream.Publish.BadName", description: "never sent" };
+    };
+    const c = await connect("dropped");
+    expect(await c.publish()).toEqual({ closed: true });
+    expect(c.statuses).toEqual([]);
+    await c.closed;
+    expect(publishes).toHaveLength(1);
+  });
+
+  it("closes idempotently, and the server sees its connection go", async () => {
+    const c = await connect("closing");
+    expect(server.openConnections).toBe(1);
+    c.close();
+    c.close();
+    await c.closed;
+    expect(await c.nextStatus()).toEqual({ closed: true });
+    c.close();
+    await waitFor("the server to see the connection closed", () => server.openConnections === 0, 5000, 5);
+  });
+});
+
+describe("RtmpPublisher against a scripted server", () => {
+  let server: ScriptedServer | undefined;
+  const clients: RtmpPublisher[] = [];
+
+  afterEach(async () => {
+    for (const c of clients.splice(0)) {
+      c.close();
+      await c.closed;
+    }
+    const sessions = server?.sessions ?? [];
+    await server?.close();
+    server = undefined;
+    // Everything the client sent was readable RTMP.
+    expect(sessions.map((s) => s.error?.message)).toEqual(sessions.map(() => undefined));
+  });
+
+  async function publishTo(script: Script): Promise<{ c: RtmpPublisher; session: ScriptedSession }> {
+    server = await startScriptedServer(script);
+    const c = await RtmpPublisher.connect(server.url("scripted"), { timeoutMs: 5000 });
+    clients.push(c);
+    expect(await c.publish()).toMatchObject({ level: "status", code: "NetStream.Publish.Start" });
+    expect(server.sessions).toHaveLength(1);
+    return { c, session: server.sessions[0]! };
+  }
+
   it("returns a refusal sent after NetStream.Publish.Start (for the media) from nextStatus()", async () => {
-    server.on("postPublish", (id) => {
-      const session = server.session(id);
-      session.rtmpVideoHandler = () => {
-        session.sendStatusMessage(session.publishStreamId, "error", "NetStream.Publish.Rejected", "video codec MPEG-4 Part 2 is not supported");
-        session.reject();
-      };
+    const { c } = await publishTo({
+      onMedia(session, message) {
+        if (message.type !== onair.RtmpType.video) return;
+        session.sendStatus("error", "NetStream.Publish.Rejected", "video codec MPEG-4 Part 2 is not supported");
+        session.socket.end();
+      },
     });
-    const c = await connect(newStreamName());
-    expect(await c.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
-    c.sendVideo(mpeg4Part2KeyframeTag(), 0);
+    expect(c.sendVideo(mpeg4Part2KeyframeTag(), 0)).toBe(true);
     expect(await c.nextStatus()).toEqual({ level: "error", code: "NetStream.Publish.Rejected", description: "video codec MPEG-4 Part 2 is not supported" });
     expect(await c.nextStatus()).toEqual({ closed: true });
     expect(c.statuses.map((s) => s.code)).toEqual(["NetStream.Publish.Start", "NetStream.Publish.Rejected"]);
   });
 
-  it("returns {closed: true} when the server closes without a status", async () => {
-    server.on("prePublish", (id) => server.session(id).reject());
-    const c = await connect(newStreamName());
-    expect(await c.publish()).toEqual({ closed: true });
-    expect(c.statuses).toEqual([]);
-    await c.closed;
+  it("answers pings with the request's timestamp, and no other user control event", async () => {
+    const { session } = await publishTo({
+      onPublishStart(s) {
+        s.send(userControlMessage(onair.UserControl.streamBegin, SCRIPTED_STREAM_ID));
+        s.send(userControlMessage(onair.UserControl.pingRequest, 0xdeadbeef));
+        // Same chunk stream, length and type: a shorter header the client must fill in
+        s.send(userControlMessage(onair.UserControl.pingRequest, 30_000, 30_000));
+      },
+    });
+    const userControl = () => session.received.filter((m) => m.type === onair.RtmpType.userControl).map((m) => m.payload);
+    await waitFor("two ping responses", () => userControl().length >= 2, 5000, 5);
+    // An answer to Stream Begin would have come before the first ping's.
+    expect(userControl()).toEqual([Buffer.from([0, 7, 0xde, 0xad, 0xbe, 0xef]), Buffer.from([0, 7, 0, 0, 0x75, 0x30])]);
   });
 
-  it("answers pings with the request's timestamp", async () => {
-    const name = newStreamName();
-    const c = await connect(name);
-    await c.publish();
-    const session = server.publisherOf(name);
-    const ping: NmsPacket = { header: { fmt: 0, cid: 2, type: RtmpType.userControl, stream_id: 0, timestamp: 0, length: 6 }, payload: Buffer.from([0, 6, 0xde, 0xad, 0xbe, 0xef]), clock: 0 };
-    session.socket.write(session.rtmpChunksCreate(ping)); // node-media-server's own chunk writer
-    session.sendPingRequest(); // and its own ping, as its interval sends it
-    const seen = server.seen(session.id);
-    await waitFor("two ping responses", () => seen.userControl.length >= 2, 5000, 5);
-    expect(seen.userControl[0]).toEqual(Buffer.from([0, 7, 0xde, 0xad, 0xbe, 0xef]));
-    expect(seen.userControl[1]!.readUInt16BE(0)).toBe(7);
-  });
+  it("acknowledges what it received each time the server's window fills, and answers Set Peer Bandwidth once per size", async () => {
+    const window = 4000; // more than the handshake and the answers to connect and publish: no acknowledgement for those
+    const { session } = await publishTo({
+      onConnect(s) {
+        s.send(onair.controlMessage(onair.RtmpType.windowAckSize, window));
+        s.send(setPeerBandwidthMessage(5_000_000));
+        s.send(setPeerBandwidthMessage(5_000_000));
+      },
+    });
+    const of = (type: number) => session.received.filter((m) => m.type === type).map((m) => m.payload.readUInt32BE(0));
+    expect(of(onair.RtmpType.acknowledgement)).toEqual([]);
+    // The second Set Peer Bandwidth came before connect's _result: an answer to it would be in by now.
+    expect(of(onair.RtmpType.windowAckSize)).toEqual([5_000_000]);
 
-  it("acknowledges what it received once the server's window is full, and answers Set Peer Bandwidth", async () => {
-    server.on("postConnect", (id) => server.session(id).sendWindowACK(100));
-    const name = newStreamName();
-    const c = await connect(name);
-    await c.publish();
-    const session = server.publisherOf(name);
-    const seen = server.seen(session.id);
-    await waitFor("an acknowledgement", () => seen.acknowledgements.length > 0, 5000, 5);
-    expect(seen.acknowledgements[0]).toBeGreaterThanOrEqual(100);
-    expect(seen.acknowledgements[0]).toBeLessThanOrEqual(session.socket.bytesWritten);
-    // The Window Acknowledgement Size answering the server's Set Peer Bandwidth (5,000,000 in 2.7.4)
-    expect(session.ackSize).toBe(5_000_000);
+    const padding = () => session.send({ csid: 6, type: onair.RtmpType.amf0Data, streamId: 0, timestamp: 0, payload: onair.encodeAmf0(["onPadding", "x".repeat(window)]) });
+    for (let round = 1; round <= 2; round++) {
+      const sentBefore = session.socket.bytesWritten;
+      padding();
+      await waitFor(`acknowledgement ${round}`, () => of(onair.RtmpType.acknowledgement).some((a) => a > sentBefore), 5000, 5);
+    }
+    const acks = of(onair.RtmpType.acknowledgement);
+    expect(acks.at(-1)).toBeLessThanOrEqual(session.socket.bytesWritten);
+    acks.forEach((ack, i) => expect(ack - (acks[i - 1] ?? 0)).toBeGreaterThanOrEqual(window));
   });
+});
 
-  it("fails connect() with the reason when nothing listens, and after its timeout when nothing answers", async () => {
+describe("RtmpPublisher.connect", () => {
+  it("fails with the reason when nothing listens, and after its timeout when nothing answers", async () => {
     const closedPort = await new Promise<number>((resolve) => {
       const probe = net.createServer().listen(0, "127.0.0.1", () => {
         const { port } = probe.address() as net.AddressInfo;
@@ -433,14 +533,5 @@ describe("RtmpPublisher against node-media-server 2.7.4", () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((resolve) => silent.close(() => resolve()));
     }
-  });
-
-  it("closes idempotently", async () => {
-    const c = await connect(newStreamName());
-    c.close();
-    c.close();
-    await c.closed;
-    expect(await c.nextStatus()).toEqual({ closed: true });
-    c.close();
   });
 });
