@@ -1,5 +1,5 @@
 // RTMP, spoken by onair itself: pure codecs (AMF0, the chunk stream, FLV tags, the handshake),
-// a publisher for multistream pushes, and the server side that takes publishers. The codecs
+// a publisher for multistream pushes, and the server side that takes publishers and local players. The codecs
 // know no sockets, so the publisher and the server share them. Enhanced RTMP (HEVC/AV1/VP9, multitrack) media tags come from ./enhanced.
 export { Amf0EcmaArray, Amf0Error, amf0Text, decodeAmf0, encodeAmf0, isAmf0Object, type Amf0Object, type Amf0Value } from "./amf0";
 export { ChunkReader, ChunkWriter, controlMessage, pingResponse, RtmpChunkError, RtmpType, UserControl, type ChunkReaderLimits, type RtmpMessage } from "./chunks";
@@ -9,13 +9,17 @@ export {
   RtmpServer,
   RtmpServerConnection,
   parseMedia,
+  type PlayDecision,
+  type PlayMedia,
+  type PlayReader,
+  type PlayRequest,
   type PublishDecision,
   type PublishedMedia,
   type PublishRequest,
   type PublishSink,
   type RtmpServerOptions,
 } from "./server";
-export type { PublishEndReason } from "./serverCommands";
+export type { PlayCommand, PlayEndCause, PublishEndReason } from "./serverCommands";
 export { RtmpError, RtmpPublisher, splitRtmpPath, type RtmpDestination, type RtmpErrorKind, type RtmpPublisherOptions, type RtmpStage } from "./publisher";
 export {
   AUDIO_FOURCCS,

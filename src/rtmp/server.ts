@@ -8,27 +8,37 @@ import { AUDIO_FOURCCS, VIDEO_FOURCCS, readAudioTag, readVideoTag, type AudioTag
 import { CapsEx, FourCcInfo, type ConnectCaps, type ServerCaps } from "./enhancedConnect";
 import { ServerHandshake, helloPacket } from "./handshake";
 import {
+  answerPlay,
   answerPublish,
+  CSID_AUDIO,
+  CSID_DATA,
+  CSID_VIDEO,
+  endPlay,
   handleCommand,
   initialServerState,
   reconnectRequest,
   type CommandStep,
   type Outgoing,
+  type PlayEndCause,
   type PublishEndReason,
   type ServerSessionState,
   type ServerSettings,
 } from "./serverCommands";
 
 // The socket side of onair's RTMP server: one RtmpServerConnection per accepted socket (the
-// handshake, the chunk streams, acknowledgements, pings, the caller's publish decision, media
-// to a listener), and RtmpServer, which listens on TCP or TLS. What each command means is
-// decided by serverCommands.ts, which knows no socket.
+// handshake, the chunk streams, acknowledgements, pings, the caller's publish or play decision,
+// media to a listener or from the caller to a player), and RtmpServer, which listens on TCP or
+// TLS. What each command means is decided by serverCommands.ts, which knows no socket.
 //
 // Backpressure: the caller's publish hook and its media listener may return a promise; until it
 // settles the connection reads nothing more from the socket (TCP then slows the publisher).
 // Messages are handled strictly one after the other through one queue, so the same mechanism
 // keeps commands, media and the end in arrival order: a listener never sees media after the end,
 // nor the end of a publish whose decision is still pending.
+//
+// Players are the other way round: the caller pushes media with sendMedia, which writes at once
+// and never waits; the caller watches bufferedBytes and drops a reader that falls behind, so one
+// slow reader cannot hold up the publisher or the other readers.
 
 export type PublishedMedia =
   | { kind: "video"; timestamp: number; tag: VideoTag; body: Buffer }
@@ -57,11 +67,37 @@ export interface PublishRequest {
 
 export type PublishDecision = { ok: true; sink: PublishSink } | { ok: false; code: string; description: string };
 
+export interface PlayRequest {
+  app: string;
+  streamName: string;
+  tcUrl: string;
+  remoteAddress: string;
+  /** For sendMedia(), endPlay() and close(). */
+  connection: RtmpServerConnection;
+}
+
+/** The caller's side of an accepted play. */
+export interface PlayReader {
+  /** The play ended, whatever ended it (the player, its socket, endPlay(), close()); told exactly once. sendMedia does nothing after it. */
+  end(): void;
+}
+
+export type PlayDecision = { ok: true; reader: PlayReader } | { ok: false; code: string; description: string };
+
+/** One message for a player: the body as the publisher sent it, the timestamp absolute in ms. */
+export interface PlayMedia {
+  kind: "video" | "audio" | "data";
+  timestamp: number;
+  body: Buffer;
+}
+
 export interface RtmpServerOptions {
   /** Whether a publish may go on; on ok, the sink takes its media. A throw counts as NetStream.Publish.Failed. */
   onPublish(request: PublishRequest): Promise<PublishDecision>;
+  /** Whether a play may go on; on ok, the reader is told of its end. A throw counts as NetStream.Play.Failed. Without it, every play is refused. */
+  onPlay?(request: PlayRequest): Promise<PlayDecision>;
   log?: Logger;
-  /** A connection that has not had a publish accepted within this is dropped. 10 s unless set. */
+  /** A connection that has not had a publish or play accepted within this is dropped. 10 s unless set. */
   timeoutMs?: number;
   /** What the connect _result says this server takes (E-RTMP). Every codec the parsers know, forwarded, and all of capsEx, unless set. */
   caps?: ServerCaps;
@@ -77,6 +113,12 @@ const DEFAULT_CAPS: ServerCaps = {
 };
 /** After an error status, how long the client has to read it and hang up before we do. */
 const CLOSE_GRACE_MS = 2000;
+const MEDIA_TYPE = { video: RtmpType.video, audio: RtmpType.audio, data: RtmpType.amf0Data } as const;
+const MEDIA_CSID = { video: CSID_VIDEO, audio: CSID_AUDIO, data: CSID_DATA } as const;
+/** AMF0 "@setDataFrame" (string marker, 16-bit length, the text): a publisher's instruction to the server, not for players. */
+const SET_DATA_FRAME = Buffer.from([0x02, 0x00, 0x0d, ...Buffer.from("@setDataFrame")]);
+const ON_META_DATA = Buffer.from([0x02, 0x00, 0x0a, ...Buffer.from("onMetaData")]);
+const startsWith = (body: Buffer, prefix: Buffer) => body.subarray(0, prefix.length).equals(prefix);
 
 type QueueItem = { message: RtmpMessage } | { end: PublishEndReason };
 
@@ -94,6 +136,8 @@ export class RtmpServerConnection {
   private pumping = false;
   private sink: PublishSink | undefined;
   private endTold = false;
+  /** The accepted play's reader, until it is told of the end. */
+  private playReader: PlayReader | undefined;
   /** Why we are closing, if we are: becomes the end reason of a publish under way. */
   private closeReason: PublishEndReason | undefined;
   private socketError: string | undefined;
@@ -113,7 +157,7 @@ export class RtmpServerConnection {
     this.settings = { caps: options.caps ?? DEFAULT_CAPS, windowAckSize: 2_500_000, chunkSize: 4096, maxStreams: 8 };
     this.closed = new Promise((resolve) => (this.markClosed = resolve));
     this.timeoutMs = options.timeoutMs ?? 10_000;
-    this.armTimer(`no publish within ${this.timeoutMs} ms`);
+    this.armTimer(`no publish or play within ${this.timeoutMs} ms`);
     socket.setNoDelay(true);
     socket.on("data", (data: Buffer) => this.onData(data));
     socket.on("error", (err: NodeJS.ErrnoException) => (this.socketError ??= err.code ?? err.message));
@@ -125,6 +169,73 @@ export class RtmpServerConnection {
 
   get remoteAddress(): string {
     return this.socket.remoteAddress ?? "";
+  }
+
+  get remotePort(): number | undefined {
+    return this.socket.remotePort;
+  }
+
+  get localAddress(): string {
+    return this.socket.localAddress ?? "";
+  }
+
+  get localPort(): number | undefined {
+    return this.socket.localPort;
+  }
+
+  /** Bytes received on the socket so far (for a publisher's bitrate). */
+  get bytesRead(): number {
+    return this.socket.bytesRead;
+  }
+
+  /** Bytes written for a player and not yet taken by the kernel: a reader falling behind shows here. */
+  get bufferedBytes(): number {
+    return this.socket.writableLength;
+  }
+
+  get isPublishing(): boolean {
+    return this.state.phase === "publishing";
+  }
+
+  get isPlaying(): boolean {
+    return this.state.phase === "playing" && this.playReader !== undefined;
+  }
+
+  /**
+   * Writes one message on the played stream, at once (it never waits: watch bufferedBytes).
+   * False when this connection is not playing (a publisher, a play not yet accepted or ended).
+   */
+  sendMedia(media: PlayMedia): boolean {
+    const play = this.state.play;
+    if (!this.isPlaying || !play || this.socket.destroyed || !this.socket.writable) return false;
+    const data = media.kind === "data";
+    // A publisher's metadata comes as @setDataFrame onMetaData …; a player expects onMetaData itself.
+    const body = data && startsWith(media.body, SET_DATA_FRAME) ? media.body.subarray(SET_DATA_FRAME.length) : media.body;
+    // ffmpeg's FLV demuxer (5.1) takes onMetaData stamped later than 0 for a packet of a data
+    // stream and adds a phantom subtitle stream to the reader's input: metadata always goes at 0.
+    const metadata = data && startsWith(body, ON_META_DATA);
+    // RTMP timestamps are 32 bits and wrap (spec 5.3.1.3); a longer-running caller's clock wraps with them.
+    const timestamp = metadata ? 0 : Math.trunc(media.timestamp) >>> 0;
+    const message: RtmpMessage = { csid: MEDIA_CSID[media.kind], type: MEDIA_TYPE[media.kind], streamId: play.streamId, timestamp, payload: body };
+    let bytes: Buffer;
+    try {
+      bytes = this.writer.write(message);
+    } catch (err) {
+      // Only a body over RTMP's 24-bit length gets here: that one message is lost, not the play.
+      this.log?.warn({ kind: media.kind, err: (err as Error).message }, "RTMP media for a player dropped");
+      return false;
+    }
+    this.socket.write(bytes);
+    return true;
+  }
+
+  /**
+   * The played stream ended: the player is told (Stream EOF, Play.UnpublishNotify, Play.Stop),
+   * the reader's end() is called before this returns, and the socket is let go once that is
+   * sent. Nothing when not playing.
+   */
+  endPlay(): void {
+    this.apply(endPlay(this.state));
   }
 
   /** Asks an E-RTMP publisher to reconnect (to `tcUrl`, or the same server); false when its connect did not say it can, or it is gone. */
@@ -236,15 +347,57 @@ export class RtmpServerConnection {
     this.log?.debug({ command: values[0] }, "RTMP command");
     const step = handleCommand(this.state, values, message.streamId, this.settings);
     this.apply(step);
-    const publish = step.events.find((e) => e.kind === "publish");
-    return publish ? this.decide() : undefined;
+    if (step.events.some((e) => e.kind === "publish")) return this.decide();
+    if (step.events.some((e) => e.kind === "play")) return this.decidePlay();
+    return undefined;
   }
 
   private apply(step: CommandStep): void {
     this.state = step.state;
     this.send(step.send);
-    for (const event of step.events) if (event.kind === "end") this.finish(event.reason);
+    for (const event of step.events) {
+      if (event.kind === "end") this.finish(event.reason);
+      if (event.kind === "playEnd") this.finishPlay(event.cause);
+    }
     if (step.close) this.closeAfterFlush();
+  }
+
+  private async decidePlay(): Promise<void> {
+    const request = this.state.play!;
+    let decision: PlayDecision;
+    try {
+      decision = this.options.onPlay
+        ? await this.options.onPlay({ app: this.state.app, streamName: request.streamName, tcUrl: this.state.tcUrl, remoteAddress: this.remoteAddress, connection: this })
+        : { ok: false, code: "NetStream.Play.Failed", description: "this server takes publishers only" };
+    } catch (err) {
+      this.log?.error({ err }, "RTMP play hook failed");
+      decision = { ok: false, code: "NetStream.Play.Failed", description: "the server could not play the stream" };
+    }
+    this.log?.info({ app: this.state.app, stream: request.streamName, ok: decision.ok }, "RTMP play");
+    if (decision.ok) {
+      this.playReader = decision.reader;
+      // A reader may sit idle for long between streams' media: only its socket closing ends it now.
+      clearTimeout(this.timer);
+    }
+    this.apply(answerPlay(this.state, decision.ok ? { ok: true } : decision));
+    // The player left while the caller decided: the reader it just made is told at once.
+    if (decision.ok && this.state.phase !== "playing") this.finishPlay("disconnected");
+  }
+
+  /** Tells the play's reader of the end, once. */
+  private finishPlay(cause: PlayEndCause | "disconnected"): void {
+    const reader = this.playReader;
+    if (this.state.phase !== "ended") this.state = { ...this.state, phase: "ended" };
+    // A player that stopped but stays connected gets the same time as a new connection.
+    if ((cause === "deleteStream" || cause === "closeStream") && !this.socket.destroyed) this.armTimer("nothing to do after the play ended");
+    if (!reader) return;
+    this.playReader = undefined;
+    this.log?.info({ cause }, "RTMP play ended");
+    try {
+      reader.end();
+    } catch (err) {
+      this.log?.error({ err }, "RTMP play reader end failed");
+    }
   }
 
   private async decide(): Promise<void> {
@@ -301,6 +454,7 @@ export class RtmpServerConnection {
   /** The socket closed: the publish under way (if any) ends, then `closed` resolves. */
   private onClosed(reason: PublishEndReason): undefined {
     this.finish(reason);
+    this.finishPlay("disconnected");
     this.markClosed();
     return undefined;
   }
@@ -352,7 +506,7 @@ export function parseMedia(message: RtmpMessage): PublishedMedia | undefined {
   return typeof name === "string" ? { kind: "data", timestamp, name, values: values.slice(1), body } : undefined;
 }
 
-/** Listens for publishers over TCP, or TLS (RTMPS) when given a key and certificate. */
+/** Listens for publishers and players over TCP, or TLS (RTMPS) when given a key and certificate. */
 export class RtmpServer {
   private readonly server: net.Server;
   private readonly connections = new Set<RtmpServerConnection>();
@@ -385,8 +539,9 @@ export class RtmpServer {
   }
 
   /**
-   * Stops listening and closes every connection (their publishes end with reason "closed").
-   * Resolves once every sink was told, which waits for a media promise still pending.
+   * Stops listening and closes every connection (their publishes end with reason "closed",
+   * their plays' readers are told). Resolves once every sink and reader was told, which waits
+   * for a media promise still pending.
    */
   async close(): Promise<void> {
     const closing = new Promise<void>((resolve) => this.server.close(() => resolve()));

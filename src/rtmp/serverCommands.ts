@@ -2,13 +2,16 @@ import { amf0Text, encodeAmf0, isAmf0Object, type Amf0Object, type Amf0Value } f
 import { controlMessage, RtmpType, UserControl, type RtmpMessage } from "./chunks";
 import { CapsEx, connectCapsReply, readConnectCaps, reconnectRequestStatus, type ConnectCaps, type ServerCaps } from "./enhancedConnect";
 
-// The command side of an RTMP server that takes publishers, as pure functions from (state,
+// The command side of an RTMP server that takes publishers and local players, as pure functions from (state,
 // command) to (new state, what to send, what happened). No socket, no clock, no promise: the
-// connection (server.ts) carries the bytes and asks its caller whether a publish may go on, and
-// every exchange an encoder can start is a row of a table test here.
+// connection (server.ts) carries the bytes and asks its caller whether a publish or a play may go
+// on, and every exchange an encoder or a player can start is a row of a table test here.
 
-/** Where a connection is: connect, then createStream and publish, a caller's decision, media, the end. */
-export type ServerPhase = "new" | "connected" | "deciding" | "publishing" | "ended";
+/**
+ * Where a connection is: connect, then createStream and either publish (a caller's decision,
+ * media in) or play (a caller's decision, media out), then the end. A connection does one of the two.
+ */
+export type ServerPhase = "new" | "connected" | "deciding" | "publishing" | "playDeciding" | "playing" | "ended";
 
 export interface ServerSessionState {
   phase: ServerPhase;
@@ -21,7 +24,17 @@ export interface ServerSessionState {
   nextStreamId: number;
   /** The publish asked for (phase deciding) or going on (publishing). */
   publish?: PublishCommand;
+  /** The play asked for (phase playDeciding) or going on (playing). */
+  play?: PlayCommand;
 }
+
+export interface PlayCommand {
+  streamId: number;
+  streamName: string;
+}
+
+/** Why a play ended on the command side: the player stopped it, or this side said the stream ended (endPlay). */
+export type PlayEndCause = "deleteStream" | "closeStream" | "streamEnded";
 
 export interface PublishCommand {
   streamId: number;
@@ -44,7 +57,12 @@ export type PublishEndReason =
 /** Something to send: a whole message, or a Set Chunk Size, which changes how the writer cuts what follows. */
 export type Outgoing = { kind: "message"; message: RtmpMessage } | { kind: "chunkSize"; size: number };
 
-export type CommandEvent = { kind: "publish"; request: PublishCommand } | { kind: "end"; reason: PublishEndReason };
+export type CommandEvent =
+  | { kind: "publish"; request: PublishCommand }
+  | { kind: "end"; reason: PublishEndReason }
+  | { kind: "play"; request: PlayCommand }
+  /** The play (asked for or going on) is over: whoever sends it media must stop. */
+  | { kind: "playEnd"; cause: PlayEndCause };
 
 export interface CommandStep {
   state: ServerSessionState;
@@ -65,6 +83,10 @@ export interface ServerSettings {
 }
 
 export const CSID_COMMAND = 3;
+/** Chunk streams for what a player receives: one per kind, so each keeps its own header compression. */
+export const CSID_AUDIO = 4;
+export const CSID_DATA = 5;
+export const CSID_VIDEO = 6;
 /** Set Peer Bandwidth limit type 2, dynamic (spec 5.4.5). */
 const LIMIT_DYNAMIC = 2;
 /** Answers to our own calls, which we never make (but a client may echo): not commands to refuse. */
@@ -130,7 +152,12 @@ function createStream(state: ServerSessionState, transaction: number, settings: 
 function publish(state: ServerSessionState, streamId: number, args: Amf0Value[]): CommandStep {
   const [name, type] = args;
   if (state.phase !== "connected") {
-    const why = state.phase === "deciding" || state.phase === "publishing" ? "this connection already publishes" : "publish after the stream ended";
+    const why =
+      state.phase === "deciding" || state.phase === "publishing"
+        ? "this connection already publishes"
+        : state.phase === "playDeciding" || state.phase === "playing"
+          ? "this connection plays"
+          : "publish after the stream ended";
     return step(state, [status(streamId, "error", "NetStream.Publish.BadConnection", why)]);
   }
   if (!state.streams.includes(streamId)) return step(state, [status(streamId, "error", "NetStream.Publish.BadConnection", `no stream ${streamId}: createStream first`)]);
@@ -139,10 +166,12 @@ function publish(state: ServerSessionState, streamId: number, args: Amf0Value[])
   return step({ ...state, phase: "deciding", publish: request }, [], [{ kind: "publish", request }]);
 }
 
-/** FCUnpublish, deleteStream, closeStream: the end of the publish when they are about it. */
+/** FCUnpublish, deleteStream, closeStream: the end of the publish (or for the latter two, the play) when they are about it. */
 function unpublish(state: ServerSessionState, command: "FCUnpublish" | "deleteStream" | "closeStream", streamId: number, args: Amf0Value[]): CommandStep {
   const target = command === "deleteStream" ? args[0] : command === "closeStream" ? streamId : state.publish?.streamId;
   const streams = command === "deleteStream" ? state.streams.filter((s) => s !== target) : state.streams;
+  const played = state.play !== undefined && target === state.play.streamId && (state.phase === "playing" || state.phase === "playDeciding");
+  if (played && command !== "FCUnpublish") return step({ ...state, streams, phase: "ended" }, [], [{ kind: "playEnd", cause: command }]);
   const ours = state.publish !== undefined && target === state.publish.streamId;
   if (!ours || (state.phase !== "publishing" && state.phase !== "deciding")) return step({ ...state, streams });
   const send = command === "FCUnpublish" ? [commandMessage(["onFCUnpublish", 0, null, { code: "NetStream.Unpublish.Success", description: state.publish!.streamName }])] : [];
@@ -177,14 +206,36 @@ export function handleCommand(state: ServerSessionState, values: Amf0Value[], st
     case "closeStream":
       return unpublish(state, name, streamId, args);
     case "play":
+      return play(state, streamId, args);
     case "play2":
+      // play2 switches renditions of a multi-bitrate stream, which a live stream here has not.
+      return step(state, [status(streamId, "error", "NetStream.Play.Failed", "play2 is not supported: use play")], [], true);
     case "getStreamLength":
-      // This server takes publishers only: the player is told so, then let go.
-      return step(state, [status(streamId, "error", "NetStream.Play.Failed", "this server takes publishers only")], [], true);
+      // ffmpeg asks before play; a live stream has no length, and 0 says so (ffmpeg then adds no duration).
+      return step(state, transaction ? [commandMessage(["_result", transaction, null, 0])] : []);
     default:
       if (IGNORED.has(name) || transaction === 0) return step(state);
       return step(state, [callError(transaction, "NetConnection.Call.Failed", `unknown command ${name}`)]);
   }
+}
+
+function play(state: ServerSessionState, streamId: number, args: Amf0Value[]): CommandStep {
+  const [name] = args;
+  // A player that asks wrongly is told why and let go, as a refused publisher is.
+  const failed = (code: string, why: string) => step(state, [status(streamId, "error", code, why)], [], true);
+  if (state.phase !== "connected") {
+    const why =
+      state.phase === "deciding" || state.phase === "publishing"
+        ? "this connection publishes"
+        : state.phase === "playDeciding" || state.phase === "playing"
+          ? "this connection already plays"
+          : "play after the stream ended";
+    return failed("NetStream.Play.Failed", why);
+  }
+  if (!state.streams.includes(streamId)) return failed("NetStream.Play.Failed", `no stream ${streamId}: createStream first`);
+  if (typeof name !== "string" || name === "") return failed("NetStream.Play.StreamNotFound", "play names no stream");
+  const request: PlayCommand = { streamId, streamName: name };
+  return step({ ...state, phase: "playDeciding", play: request }, [], [{ kind: "play", request }]);
 }
 
 /** The caller's answer to a publish: accepted (Stream Begin, NetStream.Publish.Start) or refused (an error status, then close). */
@@ -200,4 +251,46 @@ export function answerPublish(state: ServerSessionState, decision: { ok: true } 
 export function reconnectRequest(state: ServerSessionState, tcUrl?: string, description?: string): Outgoing | undefined {
   if (state.phase === "new" || (state.caps.capsEx & CapsEx.reconnect) === 0 || state.phase === "ended") return undefined;
   return commandMessage(["onStatus", 0, null, reconnectRequestStatus(tcUrl, description)]);
+}
+
+/** A data message on the played stream (|RtmpSampleAccess and the like). */
+function dataMessage(values: Amf0Value[], streamId: number): Outgoing {
+  return { kind: "message", message: { csid: CSID_DATA, type: RtmpType.amf0Data, streamId, timestamp: 0, payload: encodeAmf0(values) } };
+}
+
+/**
+ * The caller's answer to a play. Accepted: Stream Begin, NetStream.Play.Reset and .Start (what
+ * Flash players and ffmpeg wait for before media), and |RtmpSampleAccess, which lets a Flash-era
+ * player read the media it gets (nginx-rtmp and node-media-server send it too). Refused: an error
+ * status with the caller's code and description, then close.
+ */
+export function answerPlay(state: ServerSessionState, decision: { ok: true } | { ok: false; code: string; description: string }): CommandStep {
+  const request = state.play;
+  if (state.phase !== "playDeciding" || !request) return step(state);
+  const { streamId, streamName } = request;
+  if (!decision.ok) return step({ ...state, phase: "ended" }, [status(streamId, "error", decision.code, decision.description)], [], true);
+  const send = [
+    userControl(UserControl.streamBegin, streamId),
+    status(streamId, "status", "NetStream.Play.Reset", `Playing and resetting ${streamName}.`),
+    status(streamId, "status", "NetStream.Play.Start", `Started playing ${streamName}.`),
+    dataMessage(["|RtmpSampleAccess", true, true], streamId),
+  ];
+  return step({ ...state, phase: "playing" }, send);
+}
+
+/**
+ * The played stream has ended: Stream EOF, then NetStream.Play.UnpublishNotify and .Stop, which
+ * ffmpeg's RTMP reader takes as the end of its input (it finishes its outputs and exits 0), then
+ * close. Nothing when no play is going on.
+ */
+export function endPlay(state: ServerSessionState): CommandStep {
+  const request = state.play;
+  if (state.phase !== "playing" || !request) return step(state);
+  const { streamId, streamName } = request;
+  const send = [
+    userControl(UserControl.streamEof, streamId),
+    status(streamId, "status", "NetStream.Play.UnpublishNotify", `${streamName} is now unpublished.`),
+    status(streamId, "status", "NetStream.Play.Stop", `Stopped playing ${streamName}.`),
+  ];
+  return step({ ...state, phase: "ended" }, send, [{ kind: "playEnd", cause: "streamEnded" }], true);
 }

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import net from "node:net";
+import os from "node:os";
 import path from "node:path";
 import { amf0Text, decodeAmf0, encodeAmf0, type Amf0Value } from "../../../src/rtmp/amf0";
 import { ChunkReader, ChunkWriter, controlMessage, RtmpType, UserControl, type RtmpMessage } from "../../../src/rtmp/chunks";
@@ -9,11 +10,12 @@ import { ClientHandshake, helloPacket } from "../../../src/rtmp/handshake";
 import { encodeAudioTag, encodeVideoTag, type VideoTag } from "../../../src/rtmp/enhanced";
 import { FlvTagType } from "../../../src/rtmp/flv";
 import { RtmpPublisher } from "../../../src/rtmp/publisher";
-import { RtmpServer, type PublishDecision, type PublishedMedia, type PublishRequest, type RtmpServerOptions } from "../../../src/rtmp/server";
+import { RtmpServer, type PlayDecision, type PublishDecision, type PublishedMedia, type PublishRequest, type RtmpServerConnection, type RtmpServerOptions } from "../../../src/rtmp/server";
 import type { PublishEndReason } from "../../../src/rtmp/serverCommands";
 
 // onair's RTMP server (src/rtmp/server.ts) on 127.0.0.1 against real publishers: ffmpeg, onair's
-// own RtmpPublisher, and sockets that do not speak RTMP at all.
+// own RtmpPublisher, and sockets that do not speak RTMP at all; and against real players: ffmpeg
+// reading a stream back, as the transcode pipeline and multistream pushes do.
 
 interface Recorded {
   requests: PublishRequest[];
@@ -272,4 +274,220 @@ it("speaks RTMPS when given a key and certificate", async () => {
   await until("the config over TLS", () => media.length === 1);
   expect(media[0]).toMatchObject({ kind: "video", timestamp: 5, tag: hevcConfig });
   await p.finish();
+});
+
+describe("playing: local readers of a published stream", () => {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  interface Reader {
+    connection: RtmpServerConnection;
+    started: boolean;
+    ends: number;
+  }
+  interface Relayed {
+    live: boolean;
+    meta?: PublishedMedia;
+    videoConfig?: PublishedMedia;
+    audioConfig?: PublishedMedia;
+    keyframes: number;
+    readers: Set<Reader>;
+    /** Every reader ever accepted, ended or not. */
+    all: Reader[];
+  }
+
+  /**
+   * A server with a tiny relay in front: each publish's media goes to every reader of the same
+   * name. A reader joins at a keyframe, after the metadata and sequence headers it missed; the
+   * publish's end ends every reader's play. Plays of a name not being published are refused.
+   */
+  async function startRelay(o: Partial<RtmpServerOptions> = {}) {
+    const streams = new Map<string, Relayed>();
+    const stream = (name: string): Relayed => {
+      let s = streams.get(name);
+      if (!s) streams.set(name, (s = { live: false, keyframes: 0, readers: new Set(), all: [] }));
+      return s;
+    };
+    const forward = (s: Relayed, m: PublishedMedia) => {
+      if (m.kind === "data" && m.name === "onMetaData") s.meta = m;
+      else if (m.kind === "video" && m.tag.kind === "config") s.videoConfig = m;
+      else if (m.kind === "audio" && m.tag.kind === "config") s.audioConfig = m;
+      const keyframe = m.kind === "video" && m.tag.kind === "frame" && m.tag.keyframe;
+      if (keyframe) s.keyframes++;
+      for (const r of s.readers) {
+        if (!r.started) {
+          if (!keyframe) continue;
+          for (const first of [s.meta, s.videoConfig, s.audioConfig]) if (first) r.connection.sendMedia({ kind: first.kind, timestamp: m.timestamp, body: first.body });
+          r.started = true;
+        }
+        r.connection.sendMedia({ kind: m.kind, timestamp: m.timestamp, body: m.body });
+      }
+    };
+    const server = new RtmpServer({
+      timeoutMs: 5000,
+      ...o,
+      onPublish: async (request): Promise<PublishDecision> => {
+        const s = stream(request.streamName);
+        s.live = true;
+        const end = () => {
+          s.live = false;
+          for (const r of s.readers) r.connection.endPlay();
+        };
+        return { ok: true, sink: { media: (m) => forward(s, m), end } };
+      },
+      onPlay: async (request): Promise<PlayDecision> => {
+        const s = streams.get(request.streamName);
+        if (!s?.live) return { ok: false, code: "NetStream.Play.StreamNotFound", description: `no live stream ${request.streamName}` };
+        const r: Reader = { connection: request.connection, started: false, ends: 0 };
+        s.readers.add(r);
+        s.all.push(r);
+        return {
+          ok: true,
+          reader: {
+            end: () => {
+              r.ends++;
+              s.readers.delete(r);
+            },
+          },
+        };
+      },
+    });
+    servers.push(server);
+    return { port: await server.listen(0, "127.0.0.1"), server, stream };
+  }
+
+  const publishFor = (port: number, name: string, seconds: number) => [
+    "-re", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=25", "-re", "-f", "lavfi", "-i", "sine", "-t", String(seconds),
+    "-c:v", "libx264", "-preset", "ultrafast", "-g", "25", "-c:a", "aac", "-f", "flv", `rtmp://127.0.0.1:${port}/live/${name}`,
+  ];
+
+  function ffprobeStreams(file: string): Promise<{ codec_type: string; codec_name: string; nb_read_frames?: string }[]> {
+    const child = spawn("ffprobe", ["-v", "error", "-count_frames", "-show_entries", "stream=codec_type,codec_name,nb_read_frames", "-of", "json", file], { stdio: ["ignore", "pipe", "pipe"] });
+    children.push(child);
+    let out = "";
+    child.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+    return new Promise((resolve, reject) => child.once("close", (code) => (code === 0 ? resolve((JSON.parse(out) as { streams: [] }).streams) : reject(new Error(`ffprobe exited ${code}`)))));
+  }
+
+  it("ffmpeg reads a stream ffmpeg publishes, from its next keyframe, and exits 0 with its output finished when the publish ends", async () => {
+    const { port, stream } = await startRelay();
+    const publisher = ffmpeg(publishFor(port, "a", 5));
+    await until("a keyframe published", () => stream("a").keyframes >= 1);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rtmp-play-"));
+    dirs.push(dir);
+    const out = path.join(dir, "out.ts");
+    const reader = ffmpeg(["-i", `rtmp://127.0.0.1:${port}/live/a`, "-c", "copy", "-f", "mpegts", out]);
+    await until("the reader playing", () => stream("a").all.some((r) => r.started));
+    const [pub, read] = await Promise.all([publisher, reader]);
+    expect(pub.code).toBe(0);
+    expect(read.code).toBe(0);
+    // The metadata the reader joined with made no stream of its own.
+    expect(read.stderr).not.toMatch(/Subtitle|Data:/);
+    expect(stream("a").all.map((r) => r.ends)).toEqual([1]);
+
+    const streams = await ffprobeStreams(out);
+    expect(streams.map((x) => [x.codec_type, x.codec_name]).sort()).toEqual([["audio", "aac"], ["video", "h264"]]);
+    expect(Number(streams.find((x) => x.codec_type === "video")!.nb_read_frames)).toBeGreaterThan(25);
+  });
+
+  it("refuses a play the hook refuses: ffmpeg exits with an error naming why, and a player sees the code", async () => {
+    const { port } = await startRelay();
+    const run = await ffmpeg(["-i", `rtmp://127.0.0.1:${port}/live/nothing`, "-f", "null", "-"]);
+    expect(run.code).not.toBe(0);
+    // ffmpeg (5.1) prints an error status's description only.
+    expect(run.stderr).toContain("Server error: no live stream nothing");
+
+    const c = await rawClient(port);
+    c.send(c.command(["connect", 1, { app: "live", tcUrl: `rtmp://127.0.0.1:${port}/live` }]), c.command(["createStream", 2, null]), c.command(["play", 3, null, "nothing"], 1));
+    await until("the refusal", () => c.commands().some((v) => v[0] === "onStatus"));
+    expect(c.commands().find((v) => v[0] === "onStatus")![3]).toEqual({ level: "error", code: "NetStream.Play.StreamNotFound", description: "no live stream nothing" });
+    await until("the refused player let go", () => c.socket.destroyed || c.socket.readableEnded);
+  });
+
+  it("a reader that leaves early is ended once, gets nothing more, and the publish goes on", async () => {
+    const { port, server, stream } = await startRelay();
+    const publisher = ffmpeg(publishFor(port, "b", 4));
+    await until("a keyframe published", () => stream("b").keyframes >= 1);
+    // Reads one second, then hangs up (deleteStream, then the socket closes).
+    const early = await ffmpeg(["-i", `rtmp://127.0.0.1:${port}/live/b`, "-t", "1", "-f", "null", "-"]);
+    expect(early.code).toBe(0);
+    await until("the early reader's end", () => stream("b").all[0]?.ends === 1);
+    const [r] = stream("b").all;
+    expect(r!.connection.isPlaying).toBe(false);
+    expect(r!.connection.sendMedia({ kind: "video", timestamp: 0, body: Buffer.from([0x17, 1]) })).toBe(false);
+    expect((await publisher).code).toBe(0);
+    await server.close();
+    expect(stream("b").all.map((x) => x.ends)).toEqual([1]);
+  });
+
+  it("on the socket: Play.Start and the rest, media on its chunk streams (metadata without @setDataFrame, 32-bit timestamps), endPlay's end, the reader told once", async () => {
+    const ends: string[] = [];
+    let connection: RtmpServerConnection | undefined;
+    const server = new RtmpServer({
+      timeoutMs: 300,
+      onPublish: async () => ({ ok: true, sink: { media: () => undefined, end: () => undefined } }),
+      onPlay: async (request) => {
+        connection = request.connection;
+        expect([request.app, request.streamName, request.tcUrl]).toEqual(["live", "x", "rtmp://127.0.0.1/live"]);
+        return { ok: true, reader: { end: () => void ends.push("end") } };
+      },
+    });
+    servers.push(server);
+    const port = await server.listen(0, "127.0.0.1");
+    const c = await rawClient(port);
+    c.send(c.command(["connect", 1, { app: "live", tcUrl: "rtmp://127.0.0.1/live" }]), c.command(["createStream", 2, null]), c.command(["getStreamLength", 3, null, "x"]), c.command(["play", 4, null, "x", -2000], 1));
+    await until("Play.Start", () => c.commands().some((v) => amf0Text(v[3], "code") === "NetStream.Play.Start"));
+    expect(c.commands().filter((v) => v[0] === "_result" && v[1] === 3)).toEqual([["_result", 3, null, 0]]);
+    expect(c.commands().filter((v) => v[0] === "onStatus").map((v) => amf0Text(v[3], "code"))).toEqual(["NetStream.Play.Reset", "NetStream.Play.Start"]);
+    expect(c.received.some((m) => m.type === RtmpType.userControl && m.payload.equals(Buffer.from([0, UserControl.streamBegin, 0, 0, 0, 1])))).toBe(true);
+
+    // Three times the idle timeout: a player may wait long for media, and is not dropped for it.
+    await new Promise((resolve) => setTimeout(resolve, 900));
+    expect(c.socket.destroyed).toBe(false);
+    const conn = connection!;
+    expect([conn.isPlaying, conn.isPublishing, conn.localPort, conn.remotePort, conn.localAddress]).toEqual([true, false, port, c.socket.localPort, "127.0.0.1"]);
+    expect(conn.bytesRead).toBeGreaterThan(1536 * 2);
+
+    const meta = encodeAmf0(["@setDataFrame", "onMetaData", { width: 320 }]);
+    expect(conn.sendMedia({ kind: "data", timestamp: 5000, body: meta })).toBe(true);
+    expect(conn.sendMedia({ kind: "video", timestamp: 0x100000000 + 40, body: Buffer.from([0x17, 1, 0, 0, 0, 9]) })).toBe(true);
+    expect(conn.sendMedia({ kind: "audio", timestamp: 0xfffffff0, body: Buffer.from([0xaf, 1, 7]) })).toBe(true);
+    expect(conn.bufferedBytes).toBeGreaterThanOrEqual(0);
+    await until("the three messages", () => c.received.filter((m) => m.streamId === 1 && m.type !== RtmpType.amf0Command).length >= 4);
+    const media = c.received.filter((m) => m.streamId === 1 && m.type !== RtmpType.amf0Command);
+    expect(media.map((m) => [m.type, m.csid, m.timestamp])).toEqual([[18, 5, 0], [18, 5, 0], [9, 6, 40], [8, 4, 0xfffffff0]]);
+    expect(decodeAmf0(media[0]!.payload)).toEqual(["|RtmpSampleAccess", true, true]);
+    expect(decodeAmf0(media[1]!.payload)).toEqual(["onMetaData", { width: 320 }]);
+
+    conn.endPlay();
+    conn.endPlay();
+    await until("the socket closed", () => c.socket.readableEnded || c.socket.destroyed);
+    expect(c.commands().filter((v) => v[0] === "onStatus").map((v) => amf0Text(v[3], "code")).slice(2)).toEqual(["NetStream.Play.UnpublishNotify", "NetStream.Play.Stop"]);
+    expect(c.received.some((m) => m.type === RtmpType.userControl && m.payload.equals(Buffer.from([0, UserControl.streamEof, 0, 0, 0, 1])))).toBe(true);
+    expect(conn.sendMedia({ kind: "audio", timestamp: 1, body: Buffer.from([0xaf, 1]) })).toBe(false);
+    expect([conn.isPlaying, ends]).toEqual([false, ["end"]]);
+    await server.close();
+    expect(ends).toEqual(["end"]);
+  });
+
+  it("a publisher's connection sends no media, and server close() ends a reader's play once", async () => {
+    const ends: string[] = [];
+    let publisher: RtmpServerConnection | undefined;
+    const server = new RtmpServer({
+      onPublish: async (request) => ((publisher = request.connection), { ok: true, sink: { media: () => undefined, end: () => undefined } }),
+      onPlay: async () => ({ ok: true, reader: { end: () => void ends.push("end") } }),
+    });
+    servers.push(server);
+    const port = await server.listen(0, "127.0.0.1");
+    const p = await RtmpPublisher.publish({ address: "127.0.0.1", port, app: "live", streamName: "p", tcUrl: `rtmp://127.0.0.1:${port}/live` });
+    expect([publisher!.isPublishing, publisher!.isPlaying]).toEqual([true, false]);
+    expect(publisher!.sendMedia({ kind: "video", timestamp: 0, body: Buffer.from([0x17, 1]) })).toBe(false);
+    const c = await rawClient(port);
+    c.send(c.command(["connect", 1, { app: "live" }]), c.command(["createStream", 2, null]), c.command(["play", 3, null, "p"], 1));
+    await until("Play.Start", () => c.commands().some((v) => amf0Text(v[3], "code") === "NetStream.Play.Start"));
+    await server.close();
+    expect(ends).toEqual(["end"]);
+  });
 });

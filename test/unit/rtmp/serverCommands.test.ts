@@ -1,8 +1,10 @@
-import { decodeAmf0, type Amf0Value } from "../../../src/rtmp/amf0";
+import { decodeAmf0, encodeAmf0, type Amf0Value } from "../../../src/rtmp/amf0";
 import { RtmpType } from "../../../src/rtmp/chunks";
 import { CapsEx, FourCcInfo } from "../../../src/rtmp/enhancedConnect";
 import {
+  answerPlay,
   answerPublish,
+  endPlay,
   handleCommand,
   initialServerState,
   reconnectRequest,
@@ -27,6 +29,8 @@ type Command = [values: Amf0Value[], streamId?: number];
 const CONNECT: Command = [["connect", 1, connectObject]];
 const CREATE: Command = [["createStream", 4, null]];
 const PUBLISH: Command = [["publish", 0, null, "sk_key", "live"], 1];
+// As ffmpeg sends it: a transaction id, the name, then the start (-2000: live or recorded).
+const PLAY: Command = [["play", 5, null, "a", -2000], 1];
 
 /** The commands in order from a new connection; the last step and the state before it. */
 function run(commands: Command[], start: ServerSessionState = initialServerState()): CommandStep {
@@ -36,6 +40,7 @@ function run(commands: Command[], start: ServerSessionState = initialServerState
 }
 
 const publishing = (): ServerSessionState => answerPublish(run([CONNECT, CREATE, PUBLISH]).state, { ok: true }).state;
+const playing = (): ServerSessionState => answerPlay(run([CONNECT, CREATE, PLAY]).state, { ok: true }).state;
 const error = (code: string, description: string) => ({ level: "error", code, description });
 
 describe("handleCommand: one command, its answer, what happened", () => {
@@ -69,8 +74,15 @@ describe("handleCommand: one command, its answer, what happened", () => {
     ["publish on a stream never created", [CONNECT, [["publish", 0, null, "k", "live"], 7]], [{ stream: 7, values: ["onStatus", 0, null, error("NetStream.Publish.BadConnection", "no stream 7: createStream first")] }], "connected", false],
     ["publish naming no stream", [CONNECT, CREATE, [["publish", 0, null, ""], 1]], [{ stream: 1, values: ["onStatus", 0, null, error("NetStream.Publish.BadName", "publish names no stream")] }], "connected", true],
     ["a second publish while the first awaits its answer", [CONNECT, CREATE, PUBLISH, PUBLISH], [{ stream: 1, values: ["onStatus", 0, null, error("NetStream.Publish.BadConnection", "this connection already publishes")] }], "deciding", false],
-    ["play", [CONNECT, CREATE, [["play", 0, null, "x"], 1]], [{ stream: 1, values: ["onStatus", 0, null, error("NetStream.Play.Failed", "this server takes publishers only")] }], "connected", true],
-    ["getStreamLength", [CONNECT, [["getStreamLength", 5, null, "x"]]], [["onStatus", 0, null, error("NetStream.Play.Failed", "this server takes publishers only")]], "connected", true],
+    ["play on a stream never created", [CONNECT, [["play", 0, null, "x"], 7]], [{ stream: 7, values: ["onStatus", 0, null, error("NetStream.Play.Failed", "no stream 7: createStream first")] }], "connected", true],
+    ["play naming no stream", [CONNECT, CREATE, [["play", 0, null, ""], 1]], [{ stream: 1, values: ["onStatus", 0, null, error("NetStream.Play.StreamNotFound", "play names no stream")] }], "connected", true],
+    ["play without any name", [CONNECT, CREATE, [["play", 0, null], 1]], [{ stream: 1, values: ["onStatus", 0, null, error("NetStream.Play.StreamNotFound", "play names no stream")] }], "connected", true],
+    ["play on a publishing connection", [CONNECT, CREATE, PUBLISH, PLAY], [{ stream: 1, values: ["onStatus", 0, null, error("NetStream.Play.Failed", "this connection publishes")] }], "deciding", true],
+    ["a second play while the first awaits its answer", [CONNECT, CREATE, PLAY, PLAY], [{ stream: 1, values: ["onStatus", 0, null, error("NetStream.Play.Failed", "this connection already plays")] }], "playDeciding", true],
+    ["publish on a connection that plays", [CONNECT, CREATE, PLAY, PUBLISH], [{ stream: 1, values: ["onStatus", 0, null, error("NetStream.Publish.BadConnection", "this connection plays")] }], "playDeciding", false],
+    ["play2", [CONNECT, CREATE, [["play2", 0, null, { streamName: "x" }], 1]], [{ stream: 1, values: ["onStatus", 0, null, error("NetStream.Play.Failed", "play2 is not supported: use play")] }], "connected", true],
+    ["getStreamLength (a live stream's is 0)", [CONNECT, [["getStreamLength", 5, null, "x"]]], [["_result", 5, null, 0]], "connected", false],
+    ["getStreamLength without a transaction id", [CONNECT, [["getStreamLength", 0, null, "x"]]], [], "connected", false],
     ["an unknown command with a transaction id", [CONNECT, [["setBitrate", 6, null, 100]]], [["_error", 6, null, error("NetConnection.Call.Failed", "unknown command setBitrate")]], "connected", false],
     ["an unknown command without one", [CONNECT, [["onCustom", 0, null]]], [], "connected", false],
     ["a client's own _result", [CONNECT, [["_result", 9, null]]], [], "connected", false],
@@ -130,6 +142,89 @@ describe("answerPublish: the caller's decision", () => {
     const ended = run([[["FCUnpublish", 7, null, "sk_key"]]], { ...run([CONNECT, CREATE, PUBLISH]).state }).state;
     expect(ended.phase).toBe("ended");
     expect(answerPublish(ended, { ok: true })).toMatchObject({ send: [], state: { phase: "ended" } });
+  });
+});
+
+describe("play: a local reader asks for a stream", () => {
+  it("play on a created stream asks for a decision, and answers nothing yet", () => {
+    const step = run([CONNECT, CREATE, PLAY]);
+    expect(step.events).toEqual([{ kind: "play", request: { streamId: 1, streamName: "a" } }]);
+    expect(step.send).toEqual([]);
+    expect(step.state).toMatchObject({ phase: "playDeciding", play: { streamId: 1, streamName: "a" } });
+    expect(step.close).toBeUndefined();
+  });
+
+  it.each<[string, Command, string]>([
+    ["deleteStream of the played stream", [["deleteStream", 8, null, 1]], "deleteStream"],
+    ["closeStream on the played stream", [["closeStream", 0, null], 1], "closeStream"],
+  ])("%s ends the play, once", (_what, command, cause) => {
+    const step = run([command], playing());
+    expect(step.events).toEqual([{ kind: "playEnd", cause }]);
+    expect(step.send).toEqual([]);
+    expect(step.state.phase).toBe("ended");
+    expect(run([command], step.state).events).toEqual([]);
+  });
+
+  it("deleteStream of the stream while the play awaits its answer ends it; the answer then sends nothing", () => {
+    const step = run([[["deleteStream", 8, null, 1]]], run([CONNECT, CREATE, PLAY]).state);
+    expect(step.events).toEqual([{ kind: "playEnd", cause: "deleteStream" }]);
+    expect(answerPlay(step.state, { ok: true })).toMatchObject({ send: [], events: [], state: { phase: "ended" } });
+  });
+
+  it("FCUnpublish, or deleteStream of another stream, ends no play", () => {
+    expect(run([[["FCUnpublish", 7, null, "a"]]], playing())).toMatchObject({ events: [], send: [], state: { phase: "playing" } });
+    const start = run([CREATE], playing()).state;
+    expect(run([[["deleteStream", 8, null, 2]]], start)).toMatchObject({ events: [], state: { phase: "playing", streams: [1] } });
+  });
+});
+
+describe("answerPlay: the caller's decision", () => {
+  it("accepted: Stream Begin, NetStream.Play.Reset and .Start on the stream, then |RtmpSampleAccess as data on it", () => {
+    const step = answerPlay(run([CONNECT, CREATE, PLAY]).state, { ok: true });
+    expect(step.send.map(said)).toEqual([
+      "type 4: 000000000001",
+      { stream: 1, values: ["onStatus", 0, null, { level: "status", code: "NetStream.Play.Reset", description: "Playing and resetting a." }] },
+      { stream: 1, values: ["onStatus", 0, null, { level: "status", code: "NetStream.Play.Start", description: "Started playing a." }] },
+      `type 18: ${encodeAmf0(["|RtmpSampleAccess", true, true]).toString("hex")}`,
+    ]);
+    const data = step.send[3]!.kind === "message" ? step.send[3]!.message : undefined;
+    expect(data).toMatchObject({ streamId: 1, csid: 5 });
+    expect(step.state.phase).toBe("playing");
+    expect(step.close).toBeUndefined();
+    expect(step.events).toEqual([]);
+  });
+
+  it("refused: the caller's code and description at level error, then close", () => {
+    const step = answerPlay(run([CONNECT, CREATE, PLAY]).state, { ok: false, code: "NetStream.Play.StreamNotFound", description: "no live stream a" });
+    expect(step.send.map(said)).toEqual([{ stream: 1, values: ["onStatus", 0, null, error("NetStream.Play.StreamNotFound", "no live stream a")] }]);
+    expect(step).toMatchObject({ state: { phase: "ended" }, close: true });
+  });
+
+  it.each<[string, ServerSessionState]>([
+    ["a connection that publishes", run([CONNECT, CREATE, PUBLISH]).state],
+    ["a play already answered", playing()],
+  ])("an answer for %s sends nothing", (_what, state) => {
+    expect(answerPlay(state, { ok: true })).toEqual({ state, send: [], events: [] });
+  });
+});
+
+describe("endPlay: the played stream ended", () => {
+  it("Stream EOF, Play.UnpublishNotify, Play.Stop on the stream, the play's end, then close", () => {
+    const step = endPlay(playing());
+    expect(step.send.map(said)).toEqual([
+      "type 4: 000100000001",
+      { stream: 1, values: ["onStatus", 0, null, { level: "status", code: "NetStream.Play.UnpublishNotify", description: "a is now unpublished." }] },
+      { stream: 1, values: ["onStatus", 0, null, { level: "status", code: "NetStream.Play.Stop", description: "Stopped playing a." }] },
+    ]);
+    expect(step).toMatchObject({ state: { phase: "ended" }, events: [{ kind: "playEnd", cause: "streamEnded" }], close: true });
+  });
+
+  it.each<[string, ServerSessionState]>([
+    ["a play awaiting its answer", run([CONNECT, CREATE, PLAY]).state],
+    ["a publisher", publishing()],
+    ["a play that ended", endPlay(playing()).state],
+  ])("does nothing for %s", (_what, state) => {
+    expect(endPlay(state)).toEqual({ state, send: [], events: [] });
   });
 });
 
