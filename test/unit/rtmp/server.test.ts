@@ -378,11 +378,14 @@ describe("playing: local readers of a published stream", () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "rtmp-play-"));
     dirs.push(dir);
     const out = path.join(dir, "out.ts");
-    const reader = ffmpeg(["-i", `rtmp://127.0.0.1:${port}/live/a`, "-c", "copy", "-f", "mpegts", out]);
+    // -xerror: a connection that just drops is an input error (exit 1), so exit 0 shows ffmpeg
+    // took Play.Stop for the end of its input.
+    const reader = ffmpeg(["-xerror", "-i", `rtmp://127.0.0.1:${port}/live/a`, "-c", "copy", "-f", "mpegts", out]);
     await until("the reader playing", () => stream("a").all.some((r) => r.started));
     const [pub, read] = await Promise.all([publisher, reader]);
     expect(pub.code).toBe(0);
     expect(read.code).toBe(0);
+    expect(read.stderr).not.toMatch(/error/i);
     // The metadata the reader joined with made no stream of its own.
     expect(read.stderr).not.toMatch(/Subtitle|Data:/);
     expect(stream("a").all.map((r) => r.ends)).toEqual([1]);
@@ -470,6 +473,22 @@ describe("playing: local readers of a published stream", () => {
     expect([conn.isPlaying, ends]).toEqual([false, ["end"]]);
     await server.close();
     expect(ends).toEqual(["end"]);
+  });
+
+  it("a play hook that throws refuses the play with NetStream.Play.Failed, and the server goes on", async () => {
+    const server = new RtmpServer({
+      onPublish: async () => ({ ok: false, code: "NetStream.Publish.Denied", description: "no" }),
+      onPlay: async () => {
+        throw new Error("the catalogue is down");
+      },
+    });
+    servers.push(server);
+    const port = await server.listen(0, "127.0.0.1");
+    const c = await rawClient(port);
+    c.send(c.command(["connect", 1, { app: "live" }]), c.command(["createStream", 2, null]), c.command(["play", 3, null, "x"], 1));
+    await until("the refusal", () => c.commands().some((v) => v[0] === "onStatus"));
+    expect(c.commands().find((v) => v[0] === "onStatus")![3]).toEqual({ level: "error", code: "NetStream.Play.Failed", description: "the server could not play the stream" });
+    await until("no connection open", () => server.openConnections === 0);
   });
 
   it("a publisher's connection sends no media, and server close() ends a reader's play once", async () => {
