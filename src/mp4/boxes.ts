@@ -1,0 +1,78 @@
+// The ISO base media file format's boxes as bytes (ISO/IEC 14496-12 4.2): a 32-bit size, a
+// four-character type, then the payload; a full box puts a version byte and 24 bits of flags
+// before its payload. Every integer in a box is big-endian. The writers here are the only place
+// the rest of src/mp4 turns numbers into bytes, so each box reads as a list of its fields.
+
+/** The largest size a box header states in 32 bits; a bigger box takes the 64-bit form. */
+const MAX_32 = 0xffff_ffff;
+
+/** A box: `type` (four Latin-1 characters) around the concatenated payload. */
+export function box(type: string, ...payload: Buffer[]): Buffer {
+  if (type.length !== 4) throw new RangeError(`a box type is four characters, not ${JSON.stringify(type)}`);
+  const body = Buffer.concat(payload);
+  const large = 8 + body.length > MAX_32;
+  const header = Buffer.alloc(large ? 16 : 8);
+  header.writeUInt32BE(large ? 1 : 8 + body.length, 0);
+  header.write(type, 4, "latin1");
+  if (large) header.writeBigUInt64BE(BigInt(16 + body.length), 8);
+  return Buffer.concat([header, body]);
+}
+
+/** A full box: version and flags come first in its payload. */
+export function fullBox(type: string, version: number, flags: number, ...payload: Buffer[]): Buffer {
+  return box(type, u8(version), u24(flags), ...payload);
+}
+
+export function u8(n: number): Buffer {
+  const b = Buffer.alloc(1);
+  b.writeUInt8(n, 0);
+  return b;
+}
+
+export function u16(n: number): Buffer {
+  const b = Buffer.alloc(2);
+  b.writeUInt16BE(n, 0);
+  return b;
+}
+
+export function i16(n: number): Buffer {
+  const b = Buffer.alloc(2);
+  b.writeInt16BE(n, 0);
+  return b;
+}
+
+export function u24(n: number): Buffer {
+  const b = Buffer.alloc(3);
+  b.writeUIntBE(n, 0, 3);
+  return b;
+}
+
+export function u32(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeUInt32BE(n, 0);
+  return b;
+}
+
+export function i32(n: number): Buffer {
+  const b = Buffer.alloc(4);
+  b.writeInt32BE(n, 0);
+  return b;
+}
+
+/** A 64-bit unsigned integer; decode times outgrow 32 bits after 13 hours at 90 kHz. */
+export function u64(n: number): Buffer {
+  if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`${n} is not an unsigned 64-bit integer this writer can hold exactly`);
+  const b = Buffer.alloc(8);
+  b.writeBigUInt64BE(BigInt(n), 0);
+  return b;
+}
+
+/** Four characters, as box and brand types and handler types are written. */
+export function fourcc(s: string): Buffer {
+  if (s.length !== 4) throw new RangeError(`a four-character code, not ${JSON.stringify(s)}`);
+  return Buffer.from(s, "latin1");
+}
+
+export function zeros(n: number): Buffer {
+  return Buffer.alloc(n);
+}
