@@ -3,19 +3,14 @@
 // before its payload. Every integer in a box is big-endian. The writers here are the only place
 // the rest of src/mp4 turns numbers into bytes, so each box reads as a list of its fields.
 
-/** The largest size a box header states in 32 bits; a bigger box takes the 64-bit form. */
+/** The largest size a 32-bit box header states; fragments of a live stream stay far below it. */
 const MAX_32 = 0xffff_ffff;
 
 /** A box: `type` (four Latin-1 characters) around the concatenated payload. */
 export function box(type: string, ...payload: Buffer[]): Buffer {
-  if (type.length !== 4) throw new RangeError(`a box type is four characters, not ${JSON.stringify(type)}`);
   const body = Buffer.concat(payload);
-  const large = 8 + body.length > MAX_32;
-  const header = Buffer.alloc(large ? 16 : 8);
-  header.writeUInt32BE(large ? 1 : 8 + body.length, 0);
-  header.write(type, 4, "latin1");
-  if (large) header.writeBigUInt64BE(BigInt(16 + body.length), 8);
-  return Buffer.concat([header, body]);
+  if (8 + body.length > MAX_32) throw new RangeError(`a ${type} box of ${8 + body.length} bytes: larger than a 32-bit size`);
+  return Buffer.concat([u32(8 + body.length), fourcc(type), body]);
 }
 
 /** A full box: version and flags come first in its payload. */

@@ -31,6 +31,9 @@ const TFHD_DEFAULT_BASE_IS_MOOF = 0x02_0000;
 /** trun: data-offset, then per sample duration, size, flags and composition time offset. */
 const TRUN_FLAGS = 0x000001 | 0x000100 | 0x000200 | 0x000400 | 0x000800;
 
+/** The mdat's header: the size and the type, 32 bits each. */
+const MDAT_HEADER = 8;
+
 /** Sample flags (8.8.3.1): a sync sample depends on no other; any other sample does, and is not sync. */
 export const SYNC_SAMPLE_FLAGS = 0x0200_0000;
 export const NON_SYNC_SAMPLE_FLAGS = 0x0101_0000;
@@ -39,13 +42,12 @@ export const NON_SYNC_SAMPLE_FLAGS = 0x0101_0000;
 export function fragment(sequence: number, parts: readonly Mp4FragmentPart[]): Buffer {
   if (parts.length === 0) throw new RangeError("a fragment holds at least one track's samples");
   for (const part of parts) checkPart(part);
-  const data = parts.flatMap((p) => p.samples.map((s) => s.data));
-  const mdat = box("mdat", ...data);
-  const mdatHeader = mdat.length - data.reduce((n, d) => n + d.length, 0);
+  if (new Set(parts.map((p) => p.trackId)).size !== parts.length) throw new RangeError("a fragment holds one part per track");
+  const mdat = box("mdat", ...parts.flatMap((p) => p.samples.map((s) => s.data)));
   // The trun's data offsets count from the moof's first byte, so they depend on the moof's size,
   // which does not depend on their values: build it once to measure, then with the offsets.
   const size = moof(sequence, parts, () => 0).length;
-  let at = size + mdatHeader;
+  let at = size + MDAT_HEADER;
   const starts = parts.map((p) => {
     const start = at;
     at += p.samples.reduce((n, s) => n + s.size, 0);
