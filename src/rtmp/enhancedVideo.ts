@@ -32,7 +32,7 @@ const FRAME_TYPE_COMMAND = 5;
 const LEGACY_AVC = 7;
 
 /** Legacy CodecIDs other than AVC: recognised so the ingest can name what it refuses; their bodies are not parsed. */
-const LEGACY_VIDEO_CODECS: Readonly<Record<number, string>> = { 2: "h263", 3: "screen", 4: "vp6", 5: "vp6a", 6: "screen2", 12: "hevc", 13: "av1" };
+const LEGACY_VIDEO_CODECS: Readonly<Record<number, string>> = { 1: "jpeg", 2: "h263", 3: "screen", 4: "vp6", 5: "vp6a", 6: "screen2", 9: "mpeg4", 12: "hevc", 13: "av1" };
 
 /**
  * What one track of a video message carries. `codec` is on every kind because a multitrack

@@ -9,6 +9,7 @@ import { CapsEx, FourCcInfo, type ConnectCaps, type ServerCaps } from "./enhance
 import { ServerHandshake, helloPacket } from "./handshake";
 import {
   answerPlay,
+  endPublishWithStatus,
   answerPublish,
   CSID_AUDIO,
   CSID_DATA,
@@ -78,6 +79,8 @@ export interface PlayRequest {
 
 /** The caller's side of an accepted play. */
 export interface PlayReader {
+  /** The player has been told the play started (NetStream.Play.Start): media may go to it from now on. */
+  started?(): void;
   /** The play ended, whatever ended it (the player, its socket, endPlay(), close()); told exactly once. sendMedia does nothing after it. */
   end(): void;
 }
@@ -246,6 +249,13 @@ export class RtmpServerConnection {
     return true;
   }
 
+  /** Ends a publish under way with an error status the publisher can show (code and description), then closes; its sink hears "closed". */
+  closeWithStatus(code: string, description: string): void {
+    if (this.socket.destroyed) return;
+    this.closeReason ??= { kind: "closed" };
+    this.apply(endPublishWithStatus(this.state, code, description));
+  }
+
   /** Drops the connection; a publish under way ends with reason "closed". */
   close(): void {
     this.drop({ kind: "closed" }, "closed by the server");
@@ -381,7 +391,14 @@ export class RtmpServerConnection {
     }
     this.apply(answerPlay(this.state, decision.ok ? { ok: true } : decision));
     // The player left while the caller decided: the reader it just made is told at once.
-    if (decision.ok && this.state.phase !== "playing") this.finishPlay("disconnected");
+    if (decision.ok && this.state.phase !== "playing") return this.finishPlay("disconnected");
+    if (!decision.ok) return;
+    try {
+      decision.reader.started?.();
+    } catch (err) {
+      this.log?.error({ err }, "RTMP play reader start failed");
+      this.drop({ kind: "closed" }, "play reader start failed");
+    }
   }
 
   /** Tells the play's reader of the end, once. */

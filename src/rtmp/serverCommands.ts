@@ -247,6 +247,16 @@ export function answerPublish(state: ServerSessionState, decision: { ok: true } 
   return step({ ...state, phase: "publishing" }, send);
 }
 
+/**
+ * The server ends a publish under way (the publisher was replaced, its stream suspended, its
+ * media refused): an error status on its stream, then the close, so the encoder can show why.
+ */
+export function endPublishWithStatus(state: ServerSessionState, code: string, description: string): CommandStep {
+  const publish = state.publish;
+  if (!publish || (state.phase !== "publishing" && state.phase !== "deciding")) return step(state, [], [], true);
+  return step({ ...state, phase: "ended" }, [status(publish.streamId, "error", code, description)], [], true);
+}
+
 /** The onStatus that asks a publisher to reconnect (E-RTMP), or undefined when its connect did not say it can. */
 export function reconnectRequest(state: ServerSessionState, tcUrl?: string, description?: string): Outgoing | undefined {
   if (state.phase === "new" || (state.caps.capsEx & CapsEx.reconnect) === 0 || state.phase === "ended") return undefined;

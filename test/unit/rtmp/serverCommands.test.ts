@@ -4,6 +4,7 @@ import { CapsEx, FourCcInfo } from "../../../src/rtmp/enhancedConnect";
 import {
   answerPlay,
   answerPublish,
+  endPublishWithStatus,
   endPlay,
   handleCommand,
   initialServerState,
@@ -142,6 +143,22 @@ describe("answerPublish: the caller's decision", () => {
     const ended = run([[["FCUnpublish", 7, null, "sk_key"]]], { ...run([CONNECT, CREATE, PUBLISH]).state }).state;
     expect(ended.phase).toBe("ended");
     expect(answerPublish(ended, { ok: true })).toMatchObject({ send: [], state: { phase: "ended" } });
+  });
+});
+
+describe("endPublishWithStatus: the server ends a publish under way", () => {
+  it("sends the error status on the publish's stream, then closes; no media is taken after it", () => {
+    const step = endPublishWithStatus(publishing(), "NetStream.Publish.Rejected", "replaced by a newer publisher of this stream");
+    expect(step.send.map(said)).toEqual([{ stream: 1, values: ["onStatus", 0, null, error("NetStream.Publish.Rejected", "replaced by a newer publisher of this stream")] }]);
+    expect(step).toMatchObject({ state: { phase: "ended" }, close: true });
+  });
+
+  it("on a connection with no publish (a player, a connection that never published) only closes", () => {
+    for (const state of [playing(), run([CONNECT]).state]) {
+      const step = endPublishWithStatus(state, "NetStream.Publish.Rejected", "no");
+      expect(step.send).toEqual([]);
+      expect(step.close).toBe(true);
+    }
   });
 });
 
