@@ -4,8 +4,8 @@
 // small and shared: ratios compare across runs, bare times do not):
 //   1. memory: the server's RSS (VmRSS of its own process) every second for BENCH_WINDOW s while
 //      an 8 Mb/s publisher feeds a passthrough stream and a local RTMP reader takes 20 KB/s
-//      (ffmpeg behind a throttling TCP proxy in this process). Baseline: a bare node-media-server
-//      2.7.4, which queues for such a reader without bound. onair cuts a reader more than 4 s
+//      (ffmpeg behind a throttling TCP proxy in this process). Baseline: a bare relay on the same
+//      RTMP server (bench/bareRelay.ts), which queues for such a reader without bound. onair cuts a reader more than 4 s
 //      behind; ours then reconnects after 1 s, as a retrying client would, so the pressure lasts
 //      the whole window. Target: peak growth < 20 MiB.
 //   2. capacity: TRANSCODE_BUDGET fits BENCH_LADDERS default ladders; one publish more must be
@@ -204,14 +204,6 @@ async function slowProxy(upstreamPort: number, rate: number) {
   return { port: (server.address() as net.AddressInfo).port, stats, dropAll, close: () => (dropAll(), server.close()) };
 }
 
-/** node-media-server 2.7.4 alone, run as src/ingest/rtmpIngest.ts runs it (its own net.Server, the same config), with no cap. */
-const BARE_NMS = `const net = require("net");
-const Session = require("node-media-server/src/node_rtmp_session");
-require("node-media-server/src/node_core_logger").setLogType(0);
-const config = { rtmp: { chunk_size: 60000, gop_cache: true, ping: 30, ping_timeout: 60 } };
-const server = net.createServer((socket) => new Session(config, socket).run());
-server.listen(0, "127.0.0.1", () => console.log("port " + server.address().port));`;
-
 interface MemoryResult { side: string; before: number; rss: { s: number; mib: number }[]; connects: number; readerKBps: number; firstCutS?: number; cutsMetric?: number }
 
 /** A 20 KB/s reader of `streamPath` (reconnecting 1 s after each cut); the RSS of `pid` every second for WINDOW_S. */
@@ -276,24 +268,24 @@ async function memoryOnair(workDir: string, clip: string): Promise<MemoryResult>
   }
 }
 
-async function memoryBareNms(ffmpeg: string, clip: string): Promise<MemoryResult> {
+async function memoryBareRelay(ffmpeg: string, clip: string): Promise<MemoryResult> {
   let port: number | undefined;
-  const nms = new Child("bare node-media-server", process.execPath, ["-e", BARE_NMS], { cwd: ROOT, onStdout: (l) => (port ??= Number(/^port (\d+)/.exec(l)?.[1]) || undefined) });
+  const relay = new Child("bare relay", process.execPath, ["--import", "tsx", "bench/bareRelay.ts"], { cwd: ROOT, onStdout: (l) => (port ??= Number(/^port (\d+)/.exec(l)?.[1]) || undefined) });
   let publisher: Child | undefined;
   try {
-    await waitFor("the bare node-media-server's port", 20_000, () => port);
+    await waitFor("the bare relay's port", 20_000, () => port);
     publisher = publish(ffmpeg, clip, `rtmp://127.0.0.1:${port}/live/bench`, "8 Mb/s publisher");
     await sleep(4000); // about onair's time to isActive: the publish and its GOP cache are up
-    return await slowReaderWindow("bare node-media-server", nms.pid!, ffmpeg, port!, "/live/bench", []);
+    return await slowReaderWindow("bare relay", relay.pid!, ffmpeg, port!, "/live/bench", []);
   } finally {
     await publisher?.stop();
-    await nms.stop(3000, "SIGTERM");
+    await relay.stop(3000, "SIGTERM");
   }
 }
 
 async function memoryPart(workDir: string, ffmpeg: string): Promise<string[]> {
   const clip = await makeClip(ffmpeg, workDir, { size: "1280x720", fps: 30, seconds: 20, videoKbps: 8000 });
-  const results = [await memoryOnair(workDir, clip), await memoryBareNms(ffmpeg, clip)];
+  const results = [await memoryOnair(workDir, clip), await memoryBareRelay(ffmpeg, clip)];
   const peak = (r: MemoryResult) => Math.max(...r.rss.map((x) => x.mib)) - r.before;
   const rows = results.map((r) => {
     const [first, last] = [r.before, r.rss[r.rss.length - 1]!.mib];
@@ -301,12 +293,12 @@ async function memoryPart(workDir: string, ffmpeg: string): Promise<string[]> {
     return [r.side, fixed(first, 1), fixed(last, 1), fixed(last - first, 1), fixed(peak(r), 1), fixed(slope(r.rss.map((x) => ({ x: x.s / 60, y: x.mib }))), 1), fixed(r.readerKBps, 1), String(r.connects), cuts];
   });
   const [onair, bare] = results as [MemoryResult, MemoryResult];
-  // A reader that got no media (a wrong path: node-media-server lets it wait) measures nothing.
+  // A reader that got no media (a wrong path) measures nothing.
   const reading = results.every((r) => r.readerKBps >= 0.8 * (READER_BYTES_PER_S / 1024));
   return [
     `1. slow reader: 8 Mb/s publisher (passthrough), one RTMP reader at ${READER_BYTES_PER_S / 1024} KB/s; the server's RSS every second for ${WINDOW_S} s from the reader's connect, against its median over the ${BEFORE_SAMPLES} s before`, "",
     formatTable(["server", "RSS before MiB", "end MiB", "growth MiB", "peak growth MiB", "slope MiB/min", "reader KB/s", "reader connects", "first cut s / cuts (metric)"], rows), "",
-    `   peak growth, onair / bare node-media-server: ${fixed(peak(onair) / peak(bare), 2)}`,
+    `   peak growth, onair / bare relay: ${fixed(peak(onair) / peak(bare), 2)}`,
     ...(reading ? [] : [`MISS memory: a reader took less than 80 % of ${READER_BYTES_PER_S / 1024} KB/s: it was not reading the stream, the figures mean nothing`]),
     `${reading && peak(onair) < MEMORY_TARGET_MIB ? "PASS" : "MISS"} memory: onair's RSS peak growth ${fixed(peak(onair), 1)} MiB (target < ${MEMORY_TARGET_MIB}); the reader was cut ${onair.firstCutS === undefined ? "never" : `first after ${fixed(onair.firstCutS, 1)} s`}`,
   ];

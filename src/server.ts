@@ -24,6 +24,8 @@ export interface RunningServer {
   rtmpUrl: string;
   /** The RTMP port actually bound (RTMP_PORT=0 picks one). */
   rtmpPort: number;
+  /** The RTMPS port bound, when TLS_CERT and TLS_KEY are set (RTMPS_PORT=0 picks one). */
+  rtmpsPort: number | undefined;
   /** The operator's listener (/metrics, /readyz, /healthz), as bound. */
   adminPort: number;
   /** e.g. http://127.0.0.1:8090 */
@@ -110,6 +112,7 @@ async function start(config: Config, log: Logger, shutdown: Shutdown): Promise<R
     apiUrl: `${publicUrl}/api`,
     rtmpUrl: rtmpPublicUrl(config, live.rtmp.port),
     rtmpPort: live.rtmp.port,
+    rtmpsPort: live.rtmp.tlsPort,
     adminPort: operator.adminPort,
     adminUrl: `http://${operator.adminAddress}`,
     nodeId: config.nodeId,

@@ -1,86 +1,26 @@
-import net from "node:net";
+import { randomBytes } from "node:crypto";
 import type { Logger } from "../log";
-import { audioCodecOf, refuseAudio, refuseVideo, videoCodecOf } from "./mediaCheck";
+import { RtmpServer, type PlayDecision, type PlayRequest, type PublishDecision, type PublishedMedia, type PublishRequest, type RtmpServerConnection } from "../rtmp";
+import { audioForPipeline, videoForPipeline } from "./flvForm";
+import { refuseAudio, refuseVideo } from "./mediaCheck";
 import { PublishStats, type PublishStatsView } from "./publishStats";
+import { LiveSource, type RelayedMedia, type SourceReader } from "./liveSource";
 import type { BridgeTickets } from "./bridges";
 import type { IngestProtocol } from "../shapes";
 
-// node-media-server 2.7.4, pinned: its `reject()` inside prePublish refuses a publisher
-// cleanly (no postPublish, the client is disconnected at once), `donePublish` fires as soon as
-// a publisher leaves, and players pulling the stream get end-of-stream then, so the pipeline's
-// ffmpeg exits 0 with its playlists complete. 4.x has none of these. 2.7.4 cannot bind an
-// address, so we run its RTMP sessions on a net.Server of our own (which also reports the
-// port actually bound); sessions and events still come from its shared context.
-/* eslint-disable @typescript-eslint/no-require-imports */
-const NodeRtmpSession = require("node-media-server/src/node_rtmp_session") as new (config: unknown, socket: net.Socket) => NmsSession;
-const nmsContext = require("node-media-server/src/node_core_ctx") as {
-  sessions: Map<string, NmsSession>;
-  /** stream path → the id of the session publishing it */
-  publishers: Map<string, string>;
-  nodeEvent: import("node:events").EventEmitter;
-};
-const nmsLogger = require("node-media-server/src/node_core_logger") as { setLogType(type: number): void };
-/* eslint-enable @typescript-eslint/no-require-imports */
-
-interface NmsSession {
-  id: string;
-  /** A publisher's players (session ids). */
-  players?: Set<string>;
-  /** A player's output and its count of messages written since it was corked. */
-  res?: { uncork(): void };
-  numPlayCache?: number;
-  onSocketData(data: Buffer): void;
-  ip: string;
-  isLocal: boolean;
-  socket: net.Socket;
-  publishStreamId: number;
-  isPublishing: boolean;
-  isPlaying: boolean;
-  isIdling: boolean;
-  playStreamPath: string;
-  publishStreamPath: string;
-  /** The RTMP message being handled: the media tag handlers read their payload from it. */
-  parserPacket: { payload: Buffer; header: { length: number }; clock: number };
-  rtmpVideoHandler(): void;
-  rtmpAudioHandler(): void;
-  sendStatusMessage(streamId: number, level: string, code: string, description: string): void;
-  run(): void;
-  reject(): void;
-  stop(): void;
-}
-
-// Our own log carries what matters; node-media-server's console output would only add noise.
-nmsLogger.setLogType(0);
-
-// ping_timeout is also the socket's idle timeout in 2.7.4 (it overrides ours), and its own
-// pings keep a dead publisher's socket "busy": stalled publishers are found by their media
-// instead (PublishStats, the sweep below).
-const NMS_CONFIG = { rtmp: { chunk_size: 60000, gop_cache: true, ping: 30, ping_timeout: 60 } };
+// onair's RTMP ingest on its own RTMP server (src/rtmp): encoders publish to
+// `/live/<stream key>`; an admitted publish goes on under the stream's internal name, which the
+// pipeline's ffmpeg and multistream pushes play from this machine. Admission is synchronous
+// (the stream keys are in memory), so a refused encoder gets its RTMP status before
+// NetStream.Publish.Start: OBS shows the reason instead of retrying a dropped connection.
 
 export const INGEST_APP = "live";
 
-/**
- * node-media-server corks each player's socket and uncorks it only every 10 messages: with
- * video alone that holds a third of a second of media back, in bursts, from every reader (the
- * pipeline among them, where it comes out as late, bunched LL-HLS parts). Whatever a
- * publisher's socket read brought is sent on to the players as soon as it is handled.
- */
-function relayAtOnce(session: NmsSession): void {
-  const handle = session.onSocketData;
-  // run() binds the handler to the socket: replaced before it is called.
-  session.onSocketData = function (this: NmsSession, data: Buffer) {
-    handle.call(this, data);
-    for (const id of this.players ?? []) {
-      const player = nmsContext.sessions.get(id);
-      if (!player?.res || !player.numPlayCache) continue;
-      player.numPlayCache = 0;
-      player.res.uncork();
-    }
-  };
-}
-
 /** A connection that neither publishes nor plays by then is dropped (garbage, port scans). */
 const IDLE_CONNECTION_MS = 15_000;
+
+/** A local reader may ask for a stream this long before its publish is there (a restart racing a reconnect). */
+const READER_WAIT_MS = 10_000;
 
 /** A publish whose first video tag has not come by then is refused. */
 const FIRST_VIDEO_TIMEOUT_MS = 10_000;
@@ -93,8 +33,8 @@ const SWEEP_MS = 500;
 
 /**
  * A local reader (the pipeline, a multistream push) may fall this far behind the publisher
- * before it is cut off: node-media-server queues what a reader cannot take in memory, without
- * bound. Seconds of the publisher's own rate, and at least READER_MIN_BUFFER_BYTES.
+ * before it is cut off: what a reader cannot take waits in its socket's buffer, in memory.
+ * Seconds of the publisher's own rate, and at least READER_MIN_BUFFER_BYTES.
  */
 export const READER_BUFFER_SECONDS = 4;
 const READER_MIN_BUFFER_BYTES = 1024 * 1024;
@@ -132,9 +72,10 @@ interface Publish {
   firstVideoTimer?: NodeJS.Timeout;
   /** Starts it video-only if no audio comes. */
   audioGraceTimer?: NodeJS.Timeout;
-  /** node-media-server's own record of the publish, to put back if the connection publishes again. */
-  localPath: string;
-  streamId: number;
+  /** The stream's internal name, which its readers play. */
+  alias: string;
+  connection: RtmpServerConnection;
+  source: LiveSource;
   stats: PublishStats;
   /** Bytes read at recent sweeps, for the publisher's rate. */
   samples: { at: number; bytes: number }[];
@@ -154,14 +95,14 @@ export type Admission = { refusal: Refusal } | { alias: string };
 
 export interface IngestHandlers {
   /**
-   * Decides on a publish while the publisher waits: undefined accepts. Must be synchronous:
-   * 2.7.4 only honours a reject made right away, and a refusal after NetStream.Publish.Start
-   * looks to OBS like a dropped connection, which it retries for ever.
+   * Decides on a publish while the publisher waits. Synchronous: the answer comes before
+   * NetStream.Publish.Start (a refusal after it looks to OBS like a dropped connection, which
+   * it retries for ever), and two publishers of one key are decided one after the other.
    */
   admit(streamKey: string, publisherId: string): Admission;
   /**
    * The publish sends media onair takes: hand it to its stream (its session row is written
-   * meanwhile; node-media-server keeps relaying). A refusal disconnects it.
+   * meanwhile; its readers keep receiving). A refusal disconnects it.
    */
   onPublishStart(publisherId: string, streamKey: string, protocol: IngestProtocol): Promise<Refusal | undefined>;
   /** The publisher left, or (`refusal`) was refused for what it sent after its start. */
@@ -190,31 +131,36 @@ export function streamKeyFromPath(streamPath: string): string | undefined {
   return m && m[1] === INGEST_APP ? m[2] : undefined;
 }
 
-/**
- * Closes a socket once what was written to it has gone out: node-media-server's reject()
- * destroys the socket at once, which can drop the status message just written before it.
- */
-function closeAfterFlush(socket: net.Socket): void {
-  const destroy = socket.destroy.bind(socket);
-  socket.destroy = ((err?: Error) => {
-    if (err) return destroy(err);
-    socket.end();
-    setTimeout(() => destroy(), 2000).unref();
-    return socket;
-  }) as typeof socket.destroy;
+
+/** Whether a connection comes from this machine (the pipeline, pushes, bridges). */
+function isLocal(connection: RtmpServerConnection): boolean {
+  const remote = connection.remoteAddress.replace(/^::ffff:/, "");
+  return remote === "127.0.0.1" || remote === "::1" || remote === connection.localAddress.replace(/^::ffff:/, "");
+}
+
+/** A play connection as its source sees it. */
+class PlayConnection implements SourceReader {
+  constructor(readonly connection: RtmpServerConnection) {}
+  sendMedia(media: RelayedMedia): boolean {
+    return this.connection.sendMedia(media);
+  }
+  endPlay(): void {
+    this.connection.endPlay();
+  }
+  get bufferedBytes(): number {
+    return this.connection.bufferedBytes;
+  }
 }
 
 export class RtmpIngest {
-  private server: net.Server | undefined;
-  /** node-media-server's context is process-wide: these are the sessions of this server. */
-  private readonly ours = new Map<string, NmsSession>();
-  /** When each connection of ours was accepted (idle connections are dropped). */
-  private readonly acceptedAt = new Map<string, number>();
-  /** Publishes admitted in prePublish (stream key, protocol), until their postPublish. */
-  private readonly admitted = new Map<string, { streamKey: string; protocol: IngestProtocol }>();
-  /** Admitted publishes, by publisher (connection) id. */
+  private readonly servers: RtmpServer[] = [];
+  private closing = false;
+  /** Admitted publishes, by publisher id. */
   private readonly publishes = new Map<string, Publish>();
-  private readonly listeners: [string, (...args: string[]) => void][] = [];
+  /** The publish each internal name is under now: the newest publisher's. */
+  private readonly sources = new Map<string, Publish>();
+  /** Local readers that asked for a stream before its publish came, by internal name. */
+  private readonly waiting = new Map<string, Set<{ reader: PlayConnection; timer: NodeJS.Timeout }>>();
   private sweepTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -223,126 +169,76 @@ export class RtmpIngest {
     private readonly options: IngestOptions,
   ) {}
 
+  /** Listens for RTMP; resolves with the port bound. */
   async listen(port: number, host: string): Promise<number> {
-    this.on("prePublish", (id: string, streamPath: string) => this.prePublish(id, streamPath));
-    this.on("postPublish", (id: string) => {
-      const admitted = this.admitted.get(id);
-      this.admitted.delete(id);
-      if (!admitted || !this.ours.has(id)) return;
-      // The session starts once the first tags show H.264 and AAC (see mediaCheck.ts).
-      const session = this.ours.get(id)!;
-      const publish: Publish = {
-        ...admitted,
-        started: false,
-        stats: new PublishStats(Date.now()),
-        samples: [],
-        localPath: session.publishStreamPath,
-        streamId: session.publishStreamId,
-      };
-      publish.firstVideoTimer = setTimeout(() => this.refuse(id, `no video received within ${FIRST_VIDEO_TIMEOUT_MS / 1000} s of the publish`), FIRST_VIDEO_TIMEOUT_MS);
-      this.publishes.set(id, publish);
-    });
-    this.on("donePublish", (id: string) => {
-      if (this.endPublish(id)) this.publishEnded(id);
-    });
-    this.on("prePlay", (id: string) => this.prePlay(id));
-    this.on("doneConnect", (id: string) => {
-      // Admitted but never published (node-media-server refused it after us), or published.
-      if (this.admitted.delete(id) || this.endPublish(id)) this.publishEnded(id);
-      this.ours.delete(id);
-      this.acceptedAt.delete(id);
-    });
-
-    const server = net.createServer((socket) => {
-      const session = new NodeRtmpSession(NMS_CONFIG, socket);
-      this.inspectMedia(session);
-      relayAtOnce(session);
-      this.ours.set(session.id, session);
-      this.acceptedAt.set(session.id, Date.now());
-      session.run();
-    });
-    this.server = server;
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(port, host, () => {
-        server.off("error", reject);
-        server.on("error", (err) => this.log.error({ err }, "RTMP server error"));
-        resolve();
-      });
-    });
+    const bound = await this.serve(port, host);
     this.sweepTimer = setInterval(() => this.sweep(), SWEEP_MS);
     this.sweepTimer.unref();
-    return (server.address() as net.AddressInfo).port;
+    return bound;
+  }
+
+  /** Listens for RTMPS (RTMP over TLS) as well, with the same admission; resolves with the port bound. */
+  listenTls(port: number, host: string, tls: { cert: Buffer; key: Buffer }): Promise<number> {
+    return this.serve(port, host, tls);
+  }
+
+  private async serve(port: number, host: string, tls?: { cert: Buffer; key: Buffer }): Promise<number> {
+    const server = new RtmpServer({
+      onPublish: (request) => Promise.resolve(this.onPublish(request)),
+      onPlay: (request) => Promise.resolve(this.onPlay(request)),
+      log: this.log.child({ ingest: tls ? "rtmps" : "rtmp" }),
+      timeoutMs: IDLE_CONNECTION_MS,
+      ...(tls ? { tls } : {}),
+    });
+    const bound = await server.listen(port, host);
+    this.servers.push(server);
+    return bound;
   }
 
   /** The RTMP server accepts connections (readiness). */
   get listening(): boolean {
-    return this.server?.listening ?? false;
+    return this.servers.length > 0;
   }
 
-  /** Bytes read so far from a connection of ours (a publisher's: its ingest bitrate); undefined once it is gone. */
+  /** Bytes read so far from a publisher's connection (its ingest bitrate); undefined once it is gone. */
   bytesRead(publisherId: string): number | undefined {
-    return this.ours.get(publisherId)?.socket.bytesRead;
+    return this.publishes.get(publisherId)?.connection.bytesRead;
   }
 
   /** A live publisher's media clock, keyframe interval and audio; undefined once it is gone. */
   publisherStats(publisherId: string): PublisherStats | undefined {
-    const session = this.ours.get(publisherId);
     const publish = this.publishes.get(publisherId);
-    if (!session || !publish) return undefined;
+    if (!publish) return undefined;
     const { mediaMs, lastMediaAt, keyframeIntervalMs, hasAudio } = publish.stats;
-    return { mediaMs, lastMediaAt, keyframeIntervalMs, hasAudio, bytesRead: session.socket.bytesRead };
+    return { mediaMs, lastMediaAt, keyframeIntervalMs, hasAudio, bytesRead: publish.connection.bytesRead };
   }
 
   /** Disconnects a publisher at once (suspend, delete, a dead pipeline), telling it why when there is a reason. */
   disconnect(publisherId: string, refusal?: Refusal): void {
-    const session = this.ours.get(publisherId);
-    if (!session) return;
-    if (refusal) this.sendRefusal(session, refusal);
-    session.reject();
+    const connection = this.publishes.get(publisherId)?.connection;
+    if (!connection) return;
+    if (refusal) connection.closeWithStatus(refusal.status, refusal.reason);
+    else connection.close();
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     clearInterval(this.sweepTimer);
+    // A shutdown is not the publishers' leaving: the session manager ends its sessions itself.
     for (const id of [...this.publishes.keys()]) this.endPublish(id);
-    for (const [event, listener] of this.listeners) nmsContext.nodeEvent.off(event, listener);
-    this.listeners.length = 0;
-    const server = this.server;
-    this.server = undefined;
-    if (!server) return;
-    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-    for (const session of [...this.ours.values()]) session.stop();
-    this.ours.clear();
-    this.acceptedAt.clear();
-    await closed;
+    for (const set of this.waiting.values()) for (const w of set) clearTimeout(w.timer);
+    this.waiting.clear();
+    const servers = this.servers.splice(0);
+    await Promise.all(servers.map((server) => server.close()));
   }
 
-  private on(event: string, listener: (...args: string[]) => void): void {
-    nmsContext.nodeEvent.on(event, listener);
-    this.listeners.push([event, listener]);
-  }
-
-  private prePublish(id: string, streamPath: string): void {
-    const session = this.ours.get(id);
-    if (!session) return;
-    const current = this.publishes.get(id);
-    if (current || this.admitted.has(id)) {
-      // One publish per connection. node-media-server has already overwritten its record of
-      // the first with this one's: put it back, so that closing the connection ends the
-      // right stream, then close it.
-      if (current) {
-        session.publishStreamPath = current.localPath;
-        session.publishStreamId = current.streamId;
-      }
-      this.log.info({ publisherId: id, ip: session.ip }, "publish refused: the connection is already publishing");
-      this.sendRefusal(session, rejected("this connection is already publishing: one stream per connection"));
-      session.reject();
-      return;
-    }
-    const name = streamKeyFromPath(streamPath);
-    // A bridge (WHIP, SRT) publishes from this machine under a ticket standing for the key.
-    const bridged = name !== undefined && this.isLocal(session) ? this.options.bridges?.redeem(name, session.socket) : undefined;
+  private onPublish(request: PublishRequest): PublishDecision {
+    const { connection } = request;
+    const name = streamKeyFromPath(`/${request.app}/${request.streamName.split("?")[0]}`);
+    // A bridge (WHIP, SRT, pull) publishes from this machine under a ticket standing for the key.
+    const bridged = name !== undefined && isLocal(connection) ? this.options.bridges?.redeem(name, connection) : undefined;
     const key = bridged?.streamKey ?? name;
+    const id = randomBytes(6).toString("hex");
     let admission: Admission;
     try {
       admission = key === undefined ? { refusal: badName(`publish to ${INGEST_APP}/<stream key> only`) } : this.handlers.admit(key, id);
@@ -353,71 +249,124 @@ export class RtmpIngest {
     if ("refusal" in admission) {
       const { refusal } = admission;
       // The key itself is a secret: never logged.
-      this.log.info({ publisherId: id, ip: session.ip, reason: refusal.reason, status: refusal.status }, "publish refused");
-      this.sendRefusal(session, refusal);
-      session.reject();
-      return;
+      this.log.info({ publisherId: id, ip: connection.remoteAddress, reason: refusal.reason, status: refusal.status }, "publish refused");
+      return { ok: false, code: refusal.status, description: refusal.reason };
     }
-    // Published under its internal name (node-media-server registers the path this handler
-    // leaves on the session); the key is remembered for postPublish.
-    const localPath = `/${INGEST_APP}/${admission.alias}`;
-    session.publishStreamPath = localPath;
-    this.admitted.set(id, { streamKey: key!, protocol: bridged?.protocol ?? "rtmp" });
+    const publish: Publish = {
+      streamKey: key!,
+      protocol: bridged?.protocol ?? "rtmp",
+      started: false,
+      alias: admission.alias,
+      connection,
+      source: new LiveSource(),
+      stats: new PublishStats(Date.now()),
+      samples: [],
+    };
     // The newest authenticated publisher wins: one still holding the stream (a half-open
     // connection, an encoder that reconnected before its old socket died) makes room, so an
     // encoder recovering from a dead uplink is never locked out of its own key.
-    const holderId = nmsContext.publishers.get(localPath);
-    const holder = holderId !== undefined && holderId !== id ? this.ours.get(holderId) : undefined;
+    const holder = this.sources.get(publish.alias);
     if (holder) {
-      this.log.warn({ publisherId: id, replaced: holderId, ip: session.ip }, "a new publisher takes over the stream: the previous one is disconnected");
-      this.disconnect(holderId!, rejected("replaced by a newer publisher of this stream"));
+      const holderId = this.idOf(holder);
+      this.log.warn({ publisherId: id, replaced: holderId, ip: connection.remoteAddress }, "a new publisher takes over the stream: the previous one is disconnected");
+      if (holderId !== undefined) this.disconnect(holderId, rejected("replaced by a newer publisher of this stream"));
+    }
+    this.publishes.set(id, publish);
+    this.sources.set(publish.alias, publish);
+    // The session starts once the first tags show H.264 and AAC (see mediaCheck.ts).
+    publish.firstVideoTimer = setTimeout(() => this.refuse(id, `no video received within ${FIRST_VIDEO_TIMEOUT_MS / 1000} s of the publish`), FIRST_VIDEO_TIMEOUT_MS);
+    this.attachWaiting(publish);
+    return {
+      ok: true,
+      sink: {
+        media: (media) => this.onMedia(id, publish, media),
+        end: () => {
+          if (this.endPublish(id)) this.publishEnded(id);
+        },
+      },
+    };
+  }
+
+  private idOf(publish: Publish): string | undefined {
+    for (const [id, p] of this.publishes) if (p === publish) return id;
+    return undefined;
+  }
+
+  /** Only this machine (the pipeline, pushes) may play streams over RTMP; viewers use HLS and WebRTC. */
+  private onPlay(request: PlayRequest): PlayDecision {
+    const { connection } = request;
+    if (!isLocal(connection)) {
+      this.log.info({ ip: connection.remoteAddress }, "RTMP play refused: viewers play HLS");
+      return { ok: false, code: "NetStream.Play.Failed", description: "this server does not play streams over RTMP: play HLS or WebRTC" };
+    }
+    const alias = streamKeyFromPath(`/${request.app}/${request.streamName.split("?")[0]}`);
+    if (alias === undefined) return { ok: false, code: "NetStream.Play.StreamNotFound", description: `play ${INGEST_APP}/<name> only` };
+    const reader = new PlayConnection(connection);
+    return {
+      ok: true,
+      reader: {
+        // Runs after the answer (Play.Start) has been sent: media may follow.
+        started: () => {
+          const publish = this.sources.get(alias);
+          if (publish) publish.source.add(reader);
+          else this.wait(alias, reader);
+        },
+        end: () => {
+          this.sources.get(alias)?.source.remove(reader);
+          this.stopWaiting(alias, reader);
+        },
+      },
+    };
+  }
+
+  /** A local reader waits for its stream's publish (the pipeline restarted while the encoder reconnects). */
+  private wait(alias: string, reader: PlayConnection): void {
+    const set = this.waiting.get(alias) ?? new Set();
+    this.waiting.set(alias, set);
+    const timer = setTimeout(() => {
+      this.stopWaiting(alias, reader);
+      reader.endPlay();
+    }, READER_WAIT_MS);
+    timer.unref();
+    set.add({ reader, timer });
+  }
+
+  private stopWaiting(alias: string, reader: PlayConnection): void {
+    const set = this.waiting.get(alias);
+    if (!set) return;
+    for (const w of set) {
+      if (w.reader !== reader) continue;
+      clearTimeout(w.timer);
+      set.delete(w);
+    }
+    if (set.size === 0) this.waiting.delete(alias);
+  }
+
+  private attachWaiting(publish: Publish): void {
+    const set = this.waiting.get(publish.alias);
+    if (!set) return;
+    this.waiting.delete(publish.alias);
+    for (const w of set) {
+      clearTimeout(w.timer);
+      publish.source.add(w.reader);
     }
   }
 
-  /** The status message for a refused publish, on the publish's own stream. */
-  private sendRefusal(session: NmsSession, refusal: Refusal): void {
-    if (!session.socket.writable) return;
-    try {
-      session.sendStatusMessage(session.publishStreamId, "error", refusal.status, refusal.reason);
-      closeAfterFlush(session.socket);
-    } catch (err) {
-      this.log.debug({ err }, "could not send the refusal status");
+  /** One media message: its stats, the codec check of the first tags, then on to the readers in the form they read. */
+  private onMedia(id: string, publish: Publish, media: PublishedMedia): void {
+    if (this.publishes.get(id) !== publish) return;
+    if (media.kind === "data") return publish.source.pushData(media.timestamp, media.name, media.values);
+    const now = Date.now();
+    const form = media.kind === "video" ? videoForPipeline(media.tag, media.body) : audioForPipeline(media.tag, media.body);
+    if (media.kind === "video") publish.stats.video(form.body ?? media.body, media.timestamp, now);
+    else publish.stats.audio(media.timestamp, now);
+    if (form.codec !== undefined && publish[media.kind] === undefined) {
+      publish[media.kind] = form.codec;
+      const refusal = media.kind === "video" ? refuseVideo(form.codec) : refuseAudio(form.codec);
+      if (refusal) return this.refuse(id, refusal);
     }
-  }
-
-  /**
-   * Reads the codec of each publish's first video and first audio tag, and the clock and
-   * keyframes of every tag, before node-media-server handles them (the pinned 2.7.4 calls
-   * these handlers once per message).
-   */
-  private inspectMedia(session: NmsSession): void {
-    const payload = () => session.parserPacket.payload.subarray(0, session.parserPacket.header.length);
-    const handleVideo = session.rtmpVideoHandler.bind(session);
-    const handleAudio = session.rtmpAudioHandler.bind(session);
-    session.rtmpVideoHandler = () => {
-      const publish = this.publishes.get(session.id);
-      if (!publish) return handleVideo();
-      publish.stats.video(payload(), session.parserPacket.clock, Date.now());
-      const codec = publish.video === undefined ? videoCodecOf(payload()) : undefined;
-      if (codec === undefined) return handleVideo();
-      publish.video = codec;
-      const refusal = refuseVideo(codec);
-      if (refusal) return this.refuse(session.id, refusal);
-      handleVideo();
-      this.startWhenKnown(session.id, publish);
-    };
-    session.rtmpAudioHandler = () => {
-      const publish = this.publishes.get(session.id);
-      if (!publish) return handleAudio();
-      publish.stats.audio(session.parserPacket.clock, Date.now());
-      const codec = publish.audio === undefined ? audioCodecOf(payload()) : undefined;
-      if (codec === undefined) return handleAudio();
-      publish.audio = codec;
-      const refusal = refuseAudio(codec);
-      if (refusal) return this.refuse(session.id, refusal);
-      handleAudio();
-      this.startWhenKnown(session.id, publish);
-    };
+    if (form.body) publish.source.push({ kind: media.kind, timestamp: media.timestamp, body: form.body });
+    this.startWhenKnown(id, publish);
   }
 
   /**
@@ -451,11 +400,10 @@ export class RtmpIngest {
     // Gone meanwhile: the handlers heard of its end already.
     if (this.publishes.get(id) !== publish) return;
     if (refusal) {
-      const session = this.ours.get(id);
       this.endPublish(id);
       this.publishEnded(id);
-      this.log.info({ publisherId: id, ip: session?.ip, reason: refusal.reason, status: refusal.status }, "publish refused");
-      if (session) this.disconnect(id, refusal);
+      this.log.info({ publisherId: id, ip: publish.connection.remoteAddress, reason: refusal.reason, status: refusal.status }, "publish refused");
+      publish.connection.closeWithStatus(refusal.status, refusal.reason);
       return;
     }
     publish.started = true;
@@ -463,16 +411,16 @@ export class RtmpIngest {
 
   /** Refuses a publish for what it sends (before its session starts, or ending it). */
   private refuse(id: string, reason: string): void {
-    const session = this.ours.get(id);
     const publish = this.endPublish(id);
-    if (!session) return;
-    this.log.warn({ publisherId: id, ip: session.ip, reason }, "publish refused");
-    if (publish) this.publishEnded(id, reason);
-    this.disconnect(id, rejected(reason));
+    if (!publish) return;
+    this.log.warn({ publisherId: id, ip: publish.connection.remoteAddress, reason }, "publish refused");
+    this.publishEnded(id, reason);
+    publish.connection.closeWithStatus(rejected(reason).status, reason);
   }
 
   /** An admitted publish is over (whether or not it started): the handlers let go of it. */
   private publishEnded(id: string, refusal?: string): void {
+    if (this.closing) return;
     try {
       this.handlers.onPublishEnd(id, refusal);
     } catch (err) {
@@ -480,74 +428,51 @@ export class RtmpIngest {
     }
   }
 
-  /** Forgets a publish and its timers; returns it, if there was one. */
+  /** Forgets a publish and its timers, and ends its readers; returns it, if there was one. */
   private endPublish(id: string): Publish | undefined {
     const publish = this.publishes.get(id);
     if (!publish) return undefined;
     clearPublishTimers(publish);
     this.publishes.delete(id);
+    if (this.sources.get(publish.alias) === publish) this.sources.delete(publish.alias);
+    // Its readers get end-of-stream: the pipeline's ffmpeg finishes its playlists and exits 0.
+    publish.source.end();
     return publish;
   }
 
   /**
    * Every SWEEP_MS: publishers whose media stopped (asleep, uplink gone, socket half-open) are
-   * disconnected, so their stream's reconnect window starts and the key is free; connections
-   * that never publish or play are dropped; readers too far behind are cut off.
+   * disconnected, so their stream's reconnect window starts and the key is free; readers too
+   * far behind are cut off.
    */
   private sweep(): void {
     const now = Date.now();
     for (const [id, publish] of this.publishes) {
-      const session = this.ours.get(id);
-      if (!session) continue;
-      publish.samples.push({ at: now, bytes: session.socket.bytesRead });
+      publish.samples.push({ at: now, bytes: publish.connection.bytesRead });
       while (publish.samples.length > 2 && now - publish.samples[0]!.at > RATE_WINDOW_MS) publish.samples.shift();
       const silentMs = now - publish.stats.lastMediaAt;
       if (publish.started && silentMs > this.options.mediaTimeoutMs) {
-        this.log.warn({ publisherId: id, ip: session.ip, silentSeconds: Math.round(silentMs / 1000) }, "publisher sent no media: disconnected");
+        this.log.warn({ publisherId: id, ip: publish.connection.remoteAddress, silentSeconds: Math.round(silentMs / 1000) }, "publisher sent no media: disconnected");
         this.options.onPublisherStalled?.();
-        session.reject();
+        publish.connection.close();
+        continue;
       }
-    }
-    for (const [id, session] of this.ours) {
-      if (session.isPlaying) this.capReader(session);
-      else if (!session.isPublishing && !session.isIdling && now - (this.acceptedAt.get(id) ?? now) > IDLE_CONNECTION_MS) {
-        this.log.debug({ connectionId: id, ip: session.ip }, "RTMP connection neither published nor played: dropped");
-        session.stop();
-      }
+      for (const reader of publish.source.readers) this.capReader(id, publish, reader as PlayConnection);
     }
   }
 
   /** A reader whose unsent media exceeds a few seconds of its publisher's rate is cut off. */
-  private capReader(reader: NmsSession): void {
-    const buffered = reader.socket.writableLength;
+  private capReader(publisherId: string, publish: Publish, reader: PlayConnection): void {
+    const buffered = reader.bufferedBytes;
     if (buffered <= READER_MIN_BUFFER_BYTES) return;
-    const publisherId = nmsContext.publishers.get(reader.playStreamPath);
-    const samples = publisherId !== undefined ? this.publishes.get(publisherId)?.samples : undefined;
-    const first = samples?.[0];
-    const last = samples?.[samples.length - 1];
+    const first = publish.samples[0];
+    const last = publish.samples[publish.samples.length - 1];
     const rate = first && last && last.at > first.at ? ((last.bytes - first.bytes) * 1000) / (last.at - first.at) : 0;
     const cap = Math.max(READER_MIN_BUFFER_BYTES, rate * READER_BUFFER_SECONDS);
     if (buffered <= cap) return;
-    this.log.warn(
-      { readerId: reader.id, bufferedBytes: buffered, capBytes: Math.round(cap), publisherId },
-      `RTMP reader fell more than ${READER_BUFFER_SECONDS} s behind its publisher: cut off`,
-    );
+    this.log.warn({ bufferedBytes: buffered, capBytes: Math.round(cap), publisherId }, `RTMP reader fell more than ${READER_BUFFER_SECONDS} s behind its publisher: cut off`);
     this.options.onReaderCut?.();
-    reader.stop();
-  }
-
-  /** A connection from this machine (the pipeline, pushes, bridges). */
-  private isLocal(session: NmsSession): boolean {
-    return session.isLocal || session.socket.remoteAddress === session.socket.localAddress;
-  }
-
-  /** Only this machine (the pipeline) may pull streams over RTMP; viewers use HLS. */
-  private prePlay(id: string): void {
-    const session = this.ours.get(id);
-    if (!session) return;
-    if (!this.isLocal(session)) {
-      this.log.info({ ip: session.ip }, "RTMP play refused: viewers play HLS");
-      session.reject();
-    }
+    publish.source.remove(reader);
+    reader.connection.close();
   }
 }

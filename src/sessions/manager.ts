@@ -172,7 +172,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
       return undefined;
     }
     // The previous session is still ending (its playlists, stream.idle): this publisher waits
-    // (node-media-server holds its media), then starts the next one. One session at a time.
+    // (the ingest keeps its newest group of pictures for the readers), then starts the next one. One session at a time.
     this.successors.set(stream.id, publisherId);
     void current.closed
       .then(() => {

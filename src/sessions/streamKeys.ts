@@ -2,9 +2,9 @@ import { secretsEqual, sha256Hex, type Store, type StreamRecord } from "../db";
 import type { Logger } from "../log";
 
 /**
- * The streams a publish may name, by key, in memory: node-media-server 2.7.4 honours only a
- * refusal made synchronously in its publish hook (a late one lets the publisher start, then cuts
- * it, and OBS goes into its reconnect loop), while the database is asynchronous. Loaded before
+ * The streams a publish may name, by key, in memory: the RTMP ingest decides on a publish
+ * synchronously, before NetStream.Publish.Start (a late refusal lets the publisher start, then
+ * cuts it, and OBS goes into its reconnect loop), while the database is asynchronous. Loaded before
  * the RTMP port opens, updated as streams change (on this node at once, on others through the
  * control channel) and reloaded whole every `reloadMs` in case a notice went missing.
  */

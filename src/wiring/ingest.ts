@@ -40,6 +40,14 @@ export async function wireIngest(w: Wiring, store: Store, { outbound }: EventsAr
   } catch (err) {
     throw new Error(`cannot listen for RTMP on ${config.host}:${config.rtmpPort}: ${(err as Error).message}`);
   }
+  if (config.tls) {
+    try {
+      live.rtmp.tlsPort = await rtmp.listenTls(config.rtmpsPort, config.host, config.tls);
+      log.info({ port: live.rtmp.tlsPort }, "RTMPS ingest listening");
+    } catch (err) {
+      throw new Error(`cannot listen for RTMPS on ${config.host}:${config.rtmpsPort}: ${(err as Error).message}`);
+    }
+  }
   live.rtmp.server = rtmp;
   stops.register("release", "RTMP server", () => rtmp.close());
   const bridging = { media, live };

@@ -20,6 +20,8 @@ import type { RecordingsArea } from "./recordings";
 export class LocalRtmp {
   server: RtmpIngest | undefined;
   port: number;
+  /** The RTMPS port bound, when TLS_CERT and TLS_KEY are set. */
+  tlsPort: number | undefined = undefined;
   /** A wildcard bind is reached on loopback. */
   private readonly host: string;
 

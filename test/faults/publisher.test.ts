@@ -39,6 +39,8 @@ describe("publisher faults", () => {
     ["Sorenson H.263 video (ffmpeg's default for FLV)", { codec: ["-c:v", "flv"] }],
     ["H.264 with MP3 audio (ffmpeg's default for FLV)", { audio: ["-c:a", "libmp3lame", "-b:a", "64k"] }],
   ])("a publisher sending %s is refused at once: no session, no events, no ffmpeg", async (_name, media) => {
+    // The previous case's session goes idle before its ffmpeg has finished the playlists.
+    await waitFor("no ffmpeg left from before", () => fx.t.server.processes.size === 0, 10_000);
     const s = (await api("POST", "/stream", { name: "wrong codec", record: true })).body;
     const push = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 20, ...media });
     const end = await push.exited;

@@ -58,7 +58,7 @@ export async function startNode(name: string, dataDir: string, env: Record<strin
   fs.mkdirSync(dataDir, { recursive: true });
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: ROOT,
-    env: { ...process.env, DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", ADMIN_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", NODE_ID: name, ...env },
+    env: { ...process.env, DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", RTMPS_PORT: "0", ADMIN_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", NODE_ID: name, ...env },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true,
   });

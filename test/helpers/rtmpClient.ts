@@ -1,7 +1,7 @@
 // A minimal RTMP publisher for tests, on node:net only. ffmpeg's log does not reliably show
 // which onStatus a refused publisher received, nor its description; this client records every
-// one. It speaks just enough RTMP to publish: the simple handshake (node-media-server needs no
-// digest), AMF0 commands, and the protocol control and user control messages a server may send
+// one. It speaks just enough RTMP to publish: the simple handshake (servers take it from
+// publishers without a digest), AMF0 commands, and the protocol control and user control messages a server may send
 // a publisher (chunk size, acknowledgement window, peer bandwidth, pings). Sections, in order:
 // AMF0, chunk stream, the publisher, FLV tag bodies.
 //

@@ -39,7 +39,7 @@ export async function startTestServer(env: Record<string, string> = {}, options:
   // most tests are about one publish, and would otherwise wait out the default 30 s.
   // On PostgreSQL (TEST_DATABASE_URL), the data directory's own database: a restart finds it again.
   const database = await testDatabaseEnv(dataDir);
-  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", RECONNECT_WINDOW_SECONDS: "0", WEBRTC_STUN_PORT: "0", ...LOOPBACK_DESTINATIONS, ...database, ...env });
+  const config = loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", RTMPS_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "silent", RECONNECT_WINDOW_SECONDS: "0", WEBRTC_STUN_PORT: "0", ...LOOPBACK_DESTINATIONS, ...database, ...env });
   const server = await startServer(config, createLogger(config.logLevel));
   const apiUrl = `http://127.0.0.1:${server.port}/api`;
   const keyFor = async (userName: string) => server.store.apiKeys.create((await server.store.users.getOrCreate(userName)).id);

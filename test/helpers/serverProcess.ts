@@ -37,7 +37,7 @@ export async function startServerProcess(dataDir: string, env: Record<string, st
   const child = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
     cwd: ROOT,
     // No reconnect window unless a test asks for one (see test/helpers/server.ts).
-    env: { ...process.env, DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", RECONNECT_WINDOW_SECONDS: "0", WEBRTC_STUN_PORT: "0", ...LOOPBACK_DESTINATIONS, ...env },
+    env: { ...process.env, DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", RTMPS_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "info", RECONNECT_WINDOW_SECONDS: "0", WEBRTC_STUN_PORT: "0", ...LOOPBACK_DESTINATIONS, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";

@@ -56,6 +56,18 @@ function h1get(pathname: string, headers: Record<string, string> = {}): Promise<
 
 const auth = () => ({ authorization: `Bearer ${t.key}` });
 
+/** Creates a one-rendition stream through the API over HTTP/2. */
+function createOverH2(name: string): Promise<{ id: string; streamKey: string; playbackId: string }> {
+  return new Promise((resolve, reject) => {
+    const req = client.request({ ":method": "POST", ":path": "/api/stream", "content-type": "application/json", ...auth() });
+    let body = "";
+    req.on("data", (c: Buffer) => (body += c.toString()));
+    req.on("end", () => resolve(JSON.parse(body)));
+    req.on("error", reject);
+    req.end(JSON.stringify({ name, profiles: [{ name: "180p", bitrate: 300_000, fps: 30, width: 320, height: 180 }] }));
+  });
+}
+
 describe("HTTP/2 over TLS", () => {
   it("the public URL is https; the API answers over HTTP/2 and HTTP/1.1, errors included", async () => {
     expect(t.server.publicUrl).toMatch(/^https:\/\//);
@@ -85,15 +97,7 @@ describe("HTTP/2 over TLS", () => {
   });
 
   it("a live stream's LL-HLS plays over one HTTP/2 connection: master, playlists, parts, blocking reload", async () => {
-    const create = await new Promise<string>((resolve, reject) => {
-      const req = client.request({ ":method": "POST", ":path": "/api/stream", "content-type": "application/json", ...auth() });
-      let body = "";
-      req.on("data", (c: Buffer) => (body += c.toString()));
-      req.on("end", () => resolve(body));
-      req.on("error", reject);
-      req.end(JSON.stringify({ name: "live over h2", profiles: [{ name: "180p", bitrate: 300_000, fps: 30, width: 320, height: 180 }] }));
-    });
-    const stream = JSON.parse(create);
+    const stream = await createOverH2("live over h2");
     const push = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpPort}/live/${stream.streamKey}`, { seconds: 8 });
     try {
       await waitFor("playable", async () => (await h2get(`/hls/${stream.playbackId}/index.m3u8`)).status === 200);
@@ -116,5 +120,25 @@ describe("HTTP/2 over TLS", () => {
       push.child.kill("SIGKILL");
       await push.exited;
     }
+  });
+
+  it("takes a publish over RTMPS on its own port (ffmpeg to rtmps://), which plays like any other", async () => {
+    expect(t.server.rtmpsPort).toBeGreaterThan(0);
+    const stream = await createOverH2("live over rtmps");
+    const push = pushTestStream(`rtmps://127.0.0.1:${t.server.rtmpsPort}/live/${stream.streamKey}`, { seconds: 6 });
+    try {
+      await waitFor("playable", async () => (await h2get(`/hls/${stream.playbackId}/0/index.m3u8`)).status === 200);
+      const session = await waitFor("the session", async () => {
+        const r = await h2get(`/api/stream/${stream.id}/sessions`, auth());
+        return (JSON.parse(r.body.toString()) as { id: string }[])[0];
+      });
+      expect(session.id).toBeTruthy();
+    } finally {
+      push.child.kill("SIGKILL");
+      await push.exited;
+    }
+    // A plain-RTMP client on the RTMPS port gets no stream (the TLS handshake fails).
+    const plain = pushTestStream(`rtmp://127.0.0.1:${t.server.rtmpsPort}/live/${stream.streamKey}`, { seconds: 1 });
+    expect((await plain.exited).code).not.toBe(0);
   });
 });

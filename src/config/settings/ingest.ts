@@ -14,6 +14,7 @@ const ipAddress = (doc: string, shown: string) =>
 
 export const ingest = area("ingest", {
   RTMP_PORT: port({ default: 1935, doc: "RTMP ingest port." }).at("rtmpPort"),
+  RTMPS_PORT: port({ default: 1936, doc: "RTMPS ingest port (RTMP over TLS), open only when `TLS_CERT` and `TLS_KEY` are set: OBS and ffmpeg publish to `rtmps://host:$RTMPS_PORT/live`." }).at("rtmpsPort"),
   RTMP_PUBLIC_URL: url({
     protocols: ["rtmp:", "rtmps:"],
     shown: "`rtmp://localhost:$RTMP_PORT/live`",

@@ -54,7 +54,7 @@ describe("loadConfig", () => {
     const c = loadConfig({ SRT_PORTS: "9000-9010", S3_ENDPOINT: "http://s3.local", S3_BUCKET: "rec" });
     expect(Object.keys(c).sort()).toEqual(
       [
-        "port", "adminPort", "adminHost", "metricsToken", "rtmpPort", "host", "dataDir", "publicUrlSetting", "rtmpPublicUrlSetting",
+        "port", "adminPort", "adminHost", "metricsToken", "rtmpPort", "rtmpsPort", "host", "dataDir", "publicUrlSetting", "rtmpPublicUrlSetting",
         "redisUrl", "ffmpegPath", "logLevel", "dbPath", "databaseUrl", "roles", "nodeId", "internalUrlSetting", "heartbeatMs",
         "leaseMs", "clockOffsetMs", "controlPollMs", "s3", "hlsSegmentSeconds", "hlsLowLatency", "tls", "hlsListSize", "maxClipSeconds",
         "clipWindowSeconds", "redisPrefix", "webhooks", "outbound", "limits", "recordingsRetentionDays", "webhookLogRetentionDays",

@@ -3,7 +3,7 @@ import fs from "node:fs/promises";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { audioCodecOf, videoCodecOf } from "../../../src/ingest/mediaCheck";
+import { audioForPipeline, videoForPipeline } from "../../../src/ingest/flvForm";
 import * as onair from "../../../src/rtmp";
 import { FFPROBE, runProcess, waitFor } from "../../helpers/media";
 import {
@@ -272,14 +272,14 @@ describe("RTMP URLs", () => {
 
 describe("FLV tag bodies", () => {
   it("carry the codecs onair's media check reads", () => {
-    expect([avcSequenceHeaderTag(), avcKeyframeTag(), sorensonH263KeyframeTag(), mpeg4Part2KeyframeTag(), enhancedSequenceStartTag("hvc1")].map(videoCodecOf)).toEqual([
+    expect([avcSequenceHeaderTag(), avcKeyframeTag(), sorensonH263KeyframeTag(), mpeg4Part2KeyframeTag(), enhancedSequenceStartTag("hvc1")].map((b) => videoForPipeline(onair.readVideoTag(b), b).codec)).toEqual([
       "H.264",
       "H.264",
       "Sorenson H.263",
       "MPEG-4 Part 2",
       "HEVC",
     ]);
-    expect([aacSequenceHeaderTag(), aacSilentFrameTag(), mp3FrameTag()].map(audioCodecOf)).toEqual(["AAC", "AAC", "MP3"]);
+    expect([aacSequenceHeaderTag(), aacSilentFrameTag(), mp3FrameTag()].map((b) => audioForPipeline(onair.readAudioTag(b), b).codec)).toEqual(["AAC", "AAC", "MP3"]);
     expect([...avcSequenceHeaderTag().subarray(0, 2), ...avcKeyframeTag().subarray(0, 2), sorensonH263KeyframeTag()[0], mp3FrameTag()[0]]).toEqual([0x17, 0x00, 0x17, 0x01, 0x12, 0x2f]);
   });
 

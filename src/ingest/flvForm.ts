@@ -1,0 +1,101 @@
+import { encodeAudioTag, encodeVideoTag, type AudioPacket, type AudioTag, type VideoPacket, type VideoTag } from "../rtmp";
+
+// What the pipeline's ffmpeg can read of what a publisher sends. Its FLV reader knows FLV's own
+// codecs only (AVC video, AAC audio, in the pre-2023 tag form); Enhanced RTMP carries the same
+// H.264 and AAC in another form (a FourCC header, OBS's "enhanced" output and every track of its
+// multitrack ladder), which is rewritten here into the legacy one, bit for bit the same samples.
+// Of a multitrack message only the default track (the lowest id, which every player takes) goes
+// on. Pure: a parsed tag in, the codec's name and the body to relay out.
+
+export interface PipelineForm {
+  /** The codec's name, as the media check and the refusals say it; undefined for a message with no codec (a command, silence). */
+  codec: string | undefined;
+  /** The message as the pipeline reads it; undefined when there is nothing of it to relay (an HDR metadata packet, a codec it cannot read). */
+  body: Buffer | undefined;
+}
+
+const VIDEO_NAMES: Readonly<Record<string, string>> = { avc1: "H.264", hvc1: "HEVC", av01: "AV1", vp09: "VP9" };
+const AUDIO_NAMES: Readonly<Record<string, string>> = { mp4a: "AAC", Opus: "Opus", "ac-3": "AC-3", "ec-3": "E-AC-3", fLaC: "FLAC", ".mp3": "MP3" };
+
+const fourCcName = (names: Readonly<Record<string, string>>, fourCc: string) => names[fourCc] ?? `unknown (FourCC ${JSON.stringify(fourCc)})`;
+
+/** The track every player takes from a multitrack message: the lowest id (OBS sends its top rendition as track 0). */
+function defaultTrack<T extends { trackId: number }>(tracks: readonly T[]): T | undefined {
+  return tracks.reduce<T | undefined>((best, t) => (best === undefined || t.trackId < best.trackId ? t : best), undefined);
+}
+
+function videoPacketForm(packet: VideoPacket): PipelineForm {
+  if (packet.kind === "unsupported") return { codec: fourCcName(VIDEO_NAMES, packet.fourCc), body: undefined };
+  const codec = fourCcName(VIDEO_NAMES, packet.codec);
+  const relayed = packet.codec === "avc1" && (packet.kind === "config" || packet.kind === "frame" || packet.kind === "end");
+  return { codec, body: relayed ? encodeVideoTag({ ...packet, legacy: true }) : undefined };
+}
+
+/** A video message in the form the pipeline reads. `body` is the message as sent. */
+export function videoForPipeline(tag: VideoTag, body: Buffer): PipelineForm {
+  switch (tag.kind) {
+    case "command":
+      return { codec: undefined, body };
+    case "legacy":
+      return { codec: LEGACY_VIDEO_NAMES[tag.codecId] ?? `unknown (FLV codec id ${tag.codecId})`, body };
+    case "multitrack": {
+      const track = defaultTrack(tag.tracks);
+      return track ? videoPacketForm(track.packet) : { codec: undefined, body: undefined };
+    }
+    default:
+      return "legacy" in tag && tag.legacy ? { codec: "H.264", body } : videoPacketForm(tag);
+  }
+}
+
+function audioPacketForm(packet: AudioPacket): PipelineForm {
+  if (packet.kind === "unsupported") return { codec: fourCcName(AUDIO_NAMES, packet.fourCc), body: undefined };
+  const codec = fourCcName(AUDIO_NAMES, packet.codec);
+  const relayed = packet.codec === "mp4a" && (packet.kind === "config" || packet.kind === "frame");
+  return { codec, body: relayed ? encodeAudioTag({ ...packet, legacy: true }) : undefined };
+}
+
+/** An audio message in the form the pipeline reads. `body` is the message as sent. */
+export function audioForPipeline(tag: AudioTag, body: Buffer): PipelineForm {
+  switch (tag.kind) {
+    case "silence":
+      return { codec: undefined, body };
+    case "legacy":
+      return { codec: LEGACY_AUDIO_NAMES[tag.format] ?? `unknown (FLV sound format ${tag.format})`, body };
+    case "multitrack": {
+      const track = defaultTrack(tag.tracks);
+      return track ? audioPacketForm(track.packet) : { codec: undefined, body: undefined };
+    }
+    default:
+      return "legacy" in tag && tag.legacy ? { codec: "AAC", body } : audioPacketForm(tag);
+  }
+}
+
+/** FLV VideoTagHeader CodecID → name (FLV spec; 12 and 13 are the non-standard HEVC/AV1 extensions). */
+const LEGACY_VIDEO_NAMES: Readonly<Record<number, string>> = {
+  1: "JPEG",
+  2: "Sorenson H.263",
+  3: "Screen Video",
+  4: "On2 VP6",
+  5: "On2 VP6 with alpha",
+  6: "Screen Video 2",
+  7: "H.264",
+  9: "MPEG-4 Part 2",
+  12: "HEVC",
+  13: "AV1",
+};
+
+/** FLV AudioTagHeader SoundFormat → name. */
+const LEGACY_AUDIO_NAMES: Readonly<Record<number, string>> = {
+  0: "PCM",
+  1: "ADPCM",
+  2: "MP3",
+  3: "PCM little-endian",
+  4: "Nellymoser 16 kHz",
+  5: "Nellymoser 8 kHz",
+  6: "Nellymoser",
+  7: "G.711 A-law",
+  8: "G.711 mu-law",
+  10: "AAC",
+  11: "Speex",
+  14: "MP3 8 kHz",
+};

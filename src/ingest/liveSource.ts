@@ -1,0 +1,127 @@
+import { encodeAmf0, type Amf0Value } from "../rtmp";
+import { isVideoKeyframe } from "./publishStats";
+
+// One live publish as its local readers (the pipeline's ffmpeg, a multistream push) receive
+// it: every media message as it arrives, and, for a reader that joins late or restarts, what
+// a decoder needs first: the metadata, the codecs' sequence headers, and the group of pictures
+// since the newest keyframe, so it starts at once instead of waiting for the next keyframe.
+
+/** A message as the publisher sent it: its RTMP type, timestamp (ms) and body. */
+export interface RelayedMedia {
+  kind: "video" | "audio" | "data";
+  timestamp: number;
+  body: Buffer;
+}
+
+/** Where a reader's copy goes (an RTMP play connection). */
+export interface SourceReader {
+  /** Writes without waiting; false when the reader can take no more (it has gone). */
+  sendMedia(media: RelayedMedia): boolean;
+  /** The publish is over: the reader is told the stream ended, and is let go. */
+  endPlay(): void;
+  /** Bytes written to it and not yet sent: how far it lags. */
+  readonly bufferedBytes: number;
+}
+
+/**
+ * The group of pictures kept for joining readers is dropped past this size (a publisher whose
+ * keyframes are far apart, or never come): a reader then waits for the next keyframe.
+ */
+export const GOP_CACHE_MAX_BYTES = 32 * 1024 * 1024;
+
+/** A legacy AVC or enhanced-RTMP video sequence header (the decoder configuration). */
+export function isVideoSequenceHeader(body: Uint8Array): boolean {
+  const first = body[0];
+  if (first === undefined) return false;
+  if ((first & 0x80) !== 0) return (first & 0x0f) === 0;
+  return (first & 0x0f) === 7 && body[1] === 0;
+}
+
+/** A legacy AAC or enhanced-RTMP audio sequence header. */
+export function isAudioSequenceHeader(body: Uint8Array): boolean {
+  const first = body[0];
+  if (first === undefined) return false;
+  const format = first >> 4;
+  if (format === 9) return (first & 0x0f) === 0;
+  return format === 10 && body[1] === 0;
+}
+
+/** A data message as a player expects it: `name` first, without the `@setDataFrame` a publisher puts before metadata. */
+export function dataMessage(timestamp: number, name: string, values: Amf0Value[]): RelayedMedia {
+  return { kind: "data", timestamp, body: encodeAmf0([name, ...values]) };
+}
+
+export class LiveSource {
+  private metadata: RelayedMedia | undefined;
+  private videoHeader: RelayedMedia | undefined;
+  private audioHeader: RelayedMedia | undefined;
+  private gop: RelayedMedia[] = [];
+  private gopBytes = 0;
+  private readonly members = new Set<SourceReader>();
+  private ended = false;
+
+  get readers(): ReadonlySet<SourceReader> {
+    return this.members;
+  }
+
+  /** One message of the publish: kept as the joining readers need it, and sent to every reader. */
+  push(media: RelayedMedia): void {
+    if (this.ended) return;
+    this.remember(media);
+    for (const reader of this.members) if (!reader.sendMedia(media)) this.members.delete(reader);
+  }
+
+  /** A data message; the newest onMetaData is also sent first to each joining reader. */
+  pushData(timestamp: number, name: string, values: Amf0Value[]): void {
+    const media = dataMessage(timestamp, name, values);
+    if (name === "onMetaData") this.metadata = media;
+    this.push(media);
+  }
+
+  /** A reader joins: it gets what a decoder needs to start now, then every message. */
+  add(reader: SourceReader): void {
+    if (this.ended) return reader.endPlay();
+    const start = [this.metadata, this.videoHeader, this.audioHeader, ...this.gop].filter((m): m is RelayedMedia => m !== undefined);
+    for (const media of start) if (!reader.sendMedia(media)) return;
+    this.members.add(reader);
+  }
+
+  remove(reader: SourceReader): void {
+    this.members.delete(reader);
+  }
+
+  /** The publish is over: every reader is told, and none may join. */
+  end(): void {
+    this.ended = true;
+    const readers = [...this.members];
+    this.members.clear();
+    this.gop = [];
+    for (const reader of readers) reader.endPlay();
+  }
+
+  private remember(media: RelayedMedia): void {
+    if (media.kind === "video" && isVideoSequenceHeader(media.body)) {
+      this.videoHeader = media;
+      return;
+    }
+    if (media.kind === "audio" && isAudioSequenceHeader(media.body)) {
+      this.audioHeader = media;
+      return;
+    }
+    if (media.kind === "data") return;
+    if (media.kind === "video" && isVideoKeyframe(media.body)) {
+      this.gop = [];
+      this.gopBytes = 0;
+    } else if (this.gop.length === 0) {
+      // Nothing before the first keyframe decodes: not worth keeping.
+      return;
+    }
+    this.gopBytes += media.body.length;
+    if (this.gopBytes > GOP_CACHE_MAX_BYTES) {
+      this.gop = [];
+      this.gopBytes = 0;
+      return;
+    }
+    this.gop.push(media);
+  }
+}

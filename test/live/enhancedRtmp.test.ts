@@ -1,0 +1,113 @@
+import { spawn } from "node:child_process";
+import { encodeAudioTag, encodeVideoTag, FlvReader, readAudioTag, readVideoTag, RtmpPublisher, type AudioTag, type FlvTag, type VideoTag } from "../../src/rtmp";
+import { probe, waitFor } from "../helpers/media";
+import { enhancedSequenceStartTag, RtmpPublisher as StatusClient } from "../helpers/rtmpClient";
+import { useTestServer } from "../helpers/server";
+
+// Enhanced RTMP (E-RTMP v2) as OBS 30+ sends it: H.264 and AAC behind FourCC headers (OBS's
+// enhanced output, and every track of its multitrack ladder). The publisher here is written from
+// the spec: ffmpeg encodes real frames into legacy FLV, and each tag is rewritten into the
+// enhanced form (or a multitrack message) before onair's RTMP client publishes it.
+
+const FFMPEG = process.env.FFMPEG_PATH || "ffmpeg";
+const fx = useTestServer();
+const { api } = fx;
+const ONE_RUNG = [{ name: "180p", width: 320, height: 180, fps: 30, bitrate: 300_000 }];
+
+/** A legacy tag's packet in the enhanced form (the same samples, a FourCC header). */
+function enhanced<T extends VideoTag | AudioTag>(tag: T): T {
+  if (!("legacy" in tag) || !tag.legacy) return tag;
+  const { legacy: _legacy, ...packet } = tag;
+  return packet as T;
+}
+
+type Rewrite = (tag: FlvTag) => FlvTag | undefined;
+
+/** Video and audio in the enhanced form, one track each. */
+const singleTrack: Rewrite = (tag) => {
+  if (tag.type === 9) return { ...tag, data: encodeVideoTag(enhanced(readVideoTag(tag.data))) };
+  if (tag.type === 8) return { ...tag, data: encodeAudioTag(enhanced(readAudioTag(tag.data))) };
+  return tag;
+};
+
+/** Video as a two-track multitrack message (track 0 the frames, track 1 the same again), audio enhanced. */
+const twoTracks: Rewrite = (tag) => {
+  if (tag.type !== 9) return singleTrack(tag);
+  const packet = enhanced(readVideoTag(tag.data));
+  if (packet.kind !== "config" && packet.kind !== "frame") return undefined;
+  return { ...tag, data: encodeVideoTag({ kind: "multitrack", layout: "manyTracks", tracks: [1, 0].map((trackId) => ({ trackId, packet })) }) };
+};
+
+/** ffmpeg's FLV of a test picture and tone, paced in real time, rewritten and published by onair's RTMP client. */
+async function publishRewritten(streamKey: string, seconds: number, rewrite: Rewrite): Promise<void> {
+  const ffmpeg = spawn(
+    FFMPEG,
+    ["-hide_banner", "-nostdin", "-loglevel", "error", "-re", "-f", "lavfi", "-i", "testsrc2=size=320x180:rate=30", "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000", "-t", String(seconds)]
+      .concat(["-c:v", "libx264", "-preset", "ultrafast", "-tune", "zerolatency", "-g", "30", "-pix_fmt", "yuv420p", "-c:a", "aac", "-f", "flv", "pipe:1"]),
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  const port = fx.t.server.rtmpPort;
+  const publisher = await RtmpPublisher.publish({ address: "127.0.0.1", port, app: "live", streamName: streamKey, tcUrl: `rtmp://127.0.0.1:${port}/live` });
+  const reader = new FlvReader();
+  try {
+    for await (const chunk of ffmpeg.stdout as AsyncIterable<Buffer>) {
+      const tags = reader.push(chunk).flatMap((t) => rewrite(t) ?? []);
+      if (!publisher.sendTags(tags)) await publisher.drained();
+    }
+    await publisher.finish();
+  } finally {
+    publisher.close();
+    ffmpeg.kill("SIGKILL");
+  }
+}
+
+/** What ffprobe reads from a stream's live HLS: the codec of each stream. */
+async function probeCodecs(playbackId: string): Promise<string[]> {
+  const { streams } = await probe(`http://127.0.0.1:${fx.t.server.port}/hls/${playbackId}/index.m3u8`);
+  return streams.map((s) => s.codec_name).sort();
+}
+
+async function livePlayback(stream: { id: string; playbackId: string }): Promise<void> {
+  await waitFor("the stream live", async () => (await api("GET", `/stream/${stream.id}`)).body.isActive, 30_000);
+  await waitFor("the master playlist", async () => (await fetch(`http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}/index.m3u8`)).status === 200, 30_000);
+}
+
+describe("Enhanced RTMP publishers", () => {
+  it("H.264 and AAC behind FourCC headers (OBS's enhanced output): transcoded and played like the legacy form", async () => {
+    const stream = (await api("POST", "/stream", { name: "erTMP avc1", profiles: ONE_RUNG })).body;
+    const publishing = publishRewritten(stream.streamKey, 8, singleTrack);
+    try {
+      await livePlayback(stream);
+      expect(await probeCodecs(stream.playbackId)).toEqual(["aac", "h264"]);
+    } finally {
+      await publishing;
+    }
+    const sessions = (await api("GET", `/stream/${stream.id}/sessions`)).body as { sourceSegmentsDuration: number }[];
+    expect(sessions).toHaveLength(1);
+  });
+
+  it("a multitrack video message: its default track (id 0) is the source", async () => {
+    const stream = (await api("POST", "/stream", { name: "erTMP multitrack", profiles: ONE_RUNG })).body;
+    const publishing = publishRewritten(stream.streamKey, 8, twoTracks);
+    try {
+      await livePlayback(stream);
+      expect(await probeCodecs(stream.playbackId)).toEqual(["aac", "h264"]);
+    } finally {
+      await publishing;
+    }
+  });
+
+  it("HEVC over E-RTMP is refused on its first video tag with NetStream.Publish.Rejected naming the codec", async () => {
+    const stream = (await api("POST", "/stream", { name: "erTMP hevc" })).body;
+    const client = await StatusClient.connect(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`);
+    try {
+      expect(await client.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
+      client.sendVideo(enhancedSequenceStartTag("hvc1"), 0);
+      expect(await client.nextStatus()).toMatchObject({ level: "error", code: "NetStream.Publish.Rejected", description: expect.stringMatching(/^video codec HEVC is not supported/) });
+      await client.closed;
+    } finally {
+      client.close();
+    }
+    expect((await api("GET", `/stream/${stream.id}/sessions`)).body).toEqual([]);
+  });
+});

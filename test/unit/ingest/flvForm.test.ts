@@ -1,0 +1,98 @@
+import { audioForPipeline, videoForPipeline } from "../../../src/ingest/flvForm";
+import { encodeAudioTag, encodeVideoTag, readAudioTag, readVideoTag, type AudioTag, type VideoTag } from "../../../src/rtmp";
+
+const b = (...bytes: number[]) => Buffer.from(bytes);
+const avcC = b(1, 0x42, 0xc0, 0x1e, 0xff, 0xe1, 0, 0);
+const nal = b(0, 0, 0, 2, 0x65, 0x88);
+const asc = b(0x12, 0x10);
+
+// The same H.264 and AAC in both forms: legacy bodies as ffmpeg writes them, enhanced as OBS does.
+const LEGACY_AVC_CONFIG = Buffer.concat([b(0x17, 0x00, 0, 0, 0), avcC]);
+const LEGACY_AVC_KEY = Buffer.concat([b(0x17, 0x01, 0, 0, 0x21), nal]);
+const LEGACY_AVC_INTER = Buffer.concat([b(0x27, 0x01, 0, 0, 0), nal]);
+const LEGACY_AAC_CONFIG = Buffer.concat([b(0xaf, 0x00), asc]);
+const LEGACY_AAC_FRAME = b(0xaf, 0x01, 0x21, 0x10);
+
+/** The enhanced form of a legacy body: the same packet, written without `legacy`. */
+function enhancedVideo(legacy: Buffer): Buffer {
+  const { legacy: _l, ...packet } = readVideoTag(legacy) as VideoTag & { legacy?: true };
+  return encodeVideoTag(packet as VideoTag);
+}
+function enhancedAudio(legacy: Buffer): Buffer {
+  const { legacy: _l, ...packet } = readAudioTag(legacy) as AudioTag & { legacy?: true };
+  return encodeAudioTag(packet as AudioTag);
+}
+
+const video = (body: Buffer) => videoForPipeline(readVideoTag(body), body);
+const audio = (body: Buffer) => audioForPipeline(readAudioTag(body), body);
+
+describe("videoForPipeline", () => {
+  it.each<[string, Buffer]>([
+    ["AVC sequence header", LEGACY_AVC_CONFIG],
+    ["AVC keyframe with a composition time", LEGACY_AVC_KEY],
+    ["AVC inter frame", LEGACY_AVC_INTER],
+  ])("turns E-RTMP avc1 back into the legacy bytes: %s", (_what, legacy) => {
+    const enhanced = enhancedVideo(legacy);
+    expect(enhanced[0]! & 0x80).toBe(0x80);
+    expect(video(enhanced)).toEqual({ codec: "H.264", body: legacy });
+    // And the legacy form goes on as sent.
+    expect(video(legacy)).toEqual({ codec: "H.264", body: legacy });
+  });
+
+  it("takes the default track (the lowest id) of a multitrack message, whatever the order", () => {
+    const key = readVideoTag(enhancedVideo(LEGACY_AVC_KEY)) as Extract<VideoTag, { kind: "frame" }>;
+    const other = { ...key, data: b(0, 0, 0, 1, 0x65) };
+    const multitrack = encodeVideoTag({ kind: "multitrack", layout: "manyTracks", tracks: [{ trackId: 2, packet: other }, { trackId: 0, packet: key }, { trackId: 1, packet: other }] });
+    expect(video(multitrack)).toEqual({ codec: "H.264", body: LEGACY_AVC_KEY });
+  });
+
+  it.each<[string, Buffer, string]>([
+    ["HEVC over E-RTMP", b(0x90, ...Buffer.from("hvc1")), "HEVC"],
+    ["AV1 over E-RTMP", b(0x90, ...Buffer.from("av01")), "AV1"],
+    ["VP9 over E-RTMP", b(0x90, ...Buffer.from("vp09")), "VP9"],
+    ["an unknown FourCC", b(0x90, ...Buffer.from("xyz!")), 'unknown (FourCC "xyz!")'],
+    ["Sorenson H.263", b(0x12, 0), "Sorenson H.263"],
+    ["MPEG-4 Part 2", b(0x19, 0), "MPEG-4 Part 2"],
+    ["the non-standard FLV HEVC", b(0x1c, 0), "HEVC"],
+  ])("names what the pipeline cannot read, and relays none of the E-RTMP ones: %s", (_what, body, codec) => {
+    const form = video(body);
+    expect(form.codec).toBe(codec);
+    if (body[0]! & 0x80) expect(form.body).toBeUndefined();
+  });
+
+  it("relays a command as sent, naming no codec; drops an HDR metadata packet", () => {
+    expect(video(b(0x57, 0x00))).toEqual({ codec: undefined, body: b(0x57, 0x00) });
+    const metadata = encodeVideoTag({ kind: "metadata", codec: "avc1", values: ["colorInfo", { colorConfig: { bitDepth: 8 } }] });
+    expect(video(metadata)).toEqual({ codec: "H.264", body: undefined });
+  });
+});
+
+describe("audioForPipeline", () => {
+  it.each<[string, Buffer]>([
+    ["AAC sequence header", LEGACY_AAC_CONFIG],
+    ["AAC frame", LEGACY_AAC_FRAME],
+  ])("turns E-RTMP mp4a back into the legacy bytes: %s", (_what, legacy) => {
+    const enhanced = enhancedAudio(legacy);
+    expect(enhanced[0]! >> 4).toBe(9);
+    expect(audio(enhanced)).toEqual({ codec: "AAC", body: legacy });
+    expect(audio(legacy)).toEqual({ codec: "AAC", body: legacy });
+  });
+
+  it("takes the default track of a multitrack message", () => {
+    const frame = readAudioTag(enhancedAudio(LEGACY_AAC_FRAME)) as Extract<AudioTag, { kind: "frame" }>;
+    const multitrack = encodeAudioTag({ kind: "multitrack", layout: "manyTracks", tracks: [{ trackId: 1, packet: { ...frame, data: b(1) } }, { trackId: 0, packet: frame }] });
+    expect(audio(multitrack)).toEqual({ codec: "AAC", body: LEGACY_AAC_FRAME });
+  });
+
+  it.each<[string, Buffer, string]>([
+    ["Opus over E-RTMP", b(0x90, ...Buffer.from("Opus")), "Opus"],
+    ["MP3 (ffmpeg's default FLV audio)", b(0x2f, 0xff), "MP3"],
+    ["Speex", b(0xbf, 0), "Speex"],
+  ])("names what the pipeline cannot take: %s", (_what, body, codec) => {
+    expect(audio(body).codec).toBe(codec);
+  });
+
+  it("relays silence (an empty message) as sent, naming no codec", () => {
+    expect(audio(Buffer.alloc(0))).toEqual({ codec: undefined, body: Buffer.alloc(0) });
+  });
+});
