@@ -438,7 +438,8 @@ export class RtmpServerConnection {
       this.sink = decision.sink;
       clearTimeout(this.timer);
     }
-    this.log?.info({ app: this.state.app, stream: request.streamName, ok: decision.ok }, "RTMP publish");
+    // A publish names its stream key, a secret: never logged.
+    this.log?.info({ app: this.state.app, ok: decision.ok }, "RTMP publish");
     this.apply(answerPublish(this.state, decision.ok ? { ok: true } : decision));
   }
 

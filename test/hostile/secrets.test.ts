@@ -3,6 +3,8 @@ import { Writable } from "node:stream";
 import { loadConfig } from "../../src/config";
 import { createLogger } from "../../src/log";
 import { startServer, type RunningServer } from "../../src/server";
+import { waitFor } from "../helpers/media";
+import { RtmpPublisher } from "../helpers/rtmpClient";
 import { apiClient, tempDir, type Api } from "../helpers/server";
 
 // Issue 8: API keys are never logged, at debug level too; stream keys never appear in playback
@@ -22,7 +24,7 @@ beforeAll(async () => {
       done();
     },
   });
-  server = await startServer(loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "debug", API_RATE_LIMIT: "0", RECONNECT_WINDOW_SECONDS: "0", WEBRTC_STUN_PORT: "0" }), createLogger("debug", sink));
+  server = await startServer(loadConfig({ DATA_DIR: dataDir, PORT: "0", RTMP_PORT: "0", RTMPS_PORT: "0", HOST: "127.0.0.1", LOG_LEVEL: "debug", API_RATE_LIMIT: "0", RECONNECT_WINDOW_SECONDS: "0", WEBRTC_STUN_PORT: "0" }), createLogger("debug", sink));
   key = server.firstUser!.apiKey;
   api = apiClient(server.apiUrl, key);
 });
@@ -78,4 +80,22 @@ it("a stream key shows only on its own stream object: not in playback info, erro
 
   expect(logs()).toContain(id); // "stream created" was logged with the stream's id
   expect(logs()).not.toContain(streamKey);
+});
+
+it("a stream key published over RTMP, accepted or refused, is not in the log", async () => {
+  const created = await api("POST", "/stream", { name: "rtmp secret" });
+  const streamKey: string = created.body.streamKey;
+  const unknown = streamKey.slice(0, -1) + (streamKey.endsWith("a") ? "b" : "a");
+  for (const [k, code] of [[streamKey, "NetStream.Publish.Start"], [unknown, "NetStream.Publish.BadName"]] as const) {
+    const client = await RtmpPublisher.connect(`rtmp://127.0.0.1:${server.rtmpPort}/live/${k}`);
+    try {
+      expect(await client.publish()).toMatchObject({ code });
+    } finally {
+      client.close();
+    }
+  }
+  // Both publishes were logged (the RTMP server's own line and the refusal): not vacuous.
+  await waitFor("the publishes logged", () => (logs().match(/"msg":"RTMP publish"/g) ?? []).length >= 2 && logs().includes("publish refused"));
+  expect(logs()).not.toContain(streamKey);
+  expect(logs()).not.toContain(unknown);
 });
