@@ -4,8 +4,10 @@ import { encodeAudioTag, encodeVideoTag, type AudioPacket, type AudioTag, type V
 // codecs only (AVC video, AAC audio, in the pre-2023 tag form); Enhanced RTMP carries the same
 // H.264 and AAC in another form (a FourCC header, OBS's "enhanced" output and every track of its
 // multitrack ladder), which is rewritten here into the legacy one, bit for bit the same samples.
-// Of a multitrack message only the default track (the lowest id, which every player takes) goes
-// on. Pure: a parsed tag in, the codec's name and the body to relay out.
+// Only the default track goes on: track 0, which a plain (not multitrack) packet is, and which
+// every player takes. OBS sends its top rendition that way and each other rendition as a
+// one-track multitrack message of its own id, so those are dropped, not mixed into the source.
+// Pure: a parsed tag in, the codec's name and the body to relay out.
 
 export interface PipelineForm {
   /** The codec's name, as the media check and the refusals say it; undefined for a message with no codec (a command, silence). */
@@ -19,9 +21,9 @@ const AUDIO_NAMES: Readonly<Record<string, string>> = { mp4a: "AAC", Opus: "Opus
 
 const fourCcName = (names: Readonly<Record<string, string>>, fourCc: string) => names[fourCc] ?? `unknown (FourCC ${JSON.stringify(fourCc)})`;
 
-/** The track every player takes from a multitrack message: the lowest id (OBS sends its top rendition as track 0). */
+/** The default track (id 0) of a multitrack message; undefined when the message carries other tracks only. */
 function defaultTrack<T extends { trackId: number }>(tracks: readonly T[]): T | undefined {
-  return tracks.reduce<T | undefined>((best, t) => (best === undefined || t.trackId < best.trackId ? t : best), undefined);
+  return tracks.find((t) => t.trackId === 0);
 }
 
 function videoPacketForm(packet: VideoPacket): PipelineForm {

@@ -140,7 +140,16 @@ function isLocal(connection: RtmpServerConnection): boolean {
 
 /** A play connection as its source sees it. */
 class PlayConnection implements SourceReader {
+  /** The publish it reads (after a takeover, the old one's until that one ends). */
+  private source: LiveSource | undefined;
   constructor(readonly connection: RtmpServerConnection) {}
+  join(source: LiveSource): void {
+    this.source = source;
+    source.add(this);
+  }
+  leave(): void {
+    this.source?.remove(this);
+  }
   sendMedia(media: RelayedMedia): boolean {
     return this.connection.sendMedia(media);
   }
@@ -308,11 +317,11 @@ export class RtmpIngest {
         // Runs after the answer (Play.Start) has been sent: media may follow.
         started: () => {
           const publish = this.sources.get(alias);
-          if (publish) publish.source.add(reader);
+          if (publish) reader.join(publish.source);
           else this.wait(alias, reader);
         },
         end: () => {
-          this.sources.get(alias)?.source.remove(reader);
+          reader.leave();
           this.stopWaiting(alias, reader);
         },
       },
@@ -348,14 +357,16 @@ export class RtmpIngest {
     this.waiting.delete(publish.alias);
     for (const w of set) {
       clearTimeout(w.timer);
-      publish.source.add(w.reader);
+      w.reader.join(publish.source);
     }
   }
 
   /** One media message: its stats, the codec check of the first tags, then on to the readers in the form they read. */
   private onMedia(id: string, publish: Publish, media: PublishedMedia): void {
     if (this.publishes.get(id) !== publish) return;
-    if (media.kind === "data") return publish.source.pushData(media.timestamp, media.name, media.values);
+    // Of data messages only the metadata goes on, as before: ffmpeg's FLV reader makes a stream
+    // of its own out of others (cue points, text), which nothing downstream expects.
+    if (media.kind === "data") return media.name === "onMetaData" ? publish.source.pushData(media.timestamp, media.name, media.values) : undefined;
     const now = Date.now();
     const form = media.kind === "video" ? videoForPipeline(media.tag, media.body) : audioForPipeline(media.tag, media.body);
     if (media.kind === "video") publish.stats.video(form.body ?? media.body, media.timestamp, now);

@@ -21,21 +21,27 @@ function enhanced<T extends VideoTag | AudioTag>(tag: T): T {
   return packet as T;
 }
 
-type Rewrite = (tag: FlvTag) => FlvTag | undefined;
+type Rewrite = (tag: FlvTag) => FlvTag | FlvTag[] | undefined;
 
 /** Video and audio in the enhanced form, one track each. */
-const singleTrack: Rewrite = (tag) => {
+const singleTrack = (tag: FlvTag): FlvTag => {
   if (tag.type === 9) return { ...tag, data: encodeVideoTag(enhanced(readVideoTag(tag.data))) };
   if (tag.type === 8) return { ...tag, data: encodeAudioTag(enhanced(readAudioTag(tag.data))) };
   return tag;
 };
 
-/** Video as a two-track multitrack message (track 0 the frames, track 1 the same again), audio enhanced. */
-const twoTracks: Rewrite = (tag) => {
+/**
+ * A multitrack ladder as OBS sends it: track 0 (its top rendition) as plain enhanced packets,
+ * each other track as one-track multitrack messages of its own id. Track 1 here is HEVC, which
+ * onair would refuse as the source: it must be neither checked nor relayed.
+ */
+const obsMultitrack: Rewrite = (tag) => {
   if (tag.type !== 9) return singleTrack(tag);
   const packet = enhanced(readVideoTag(tag.data));
-  if (packet.kind !== "config" && packet.kind !== "frame") return undefined;
-  return { ...tag, data: encodeVideoTag({ kind: "multitrack", layout: "manyTracks", tracks: [1, 0].map((trackId) => ({ trackId, packet })) }) };
+  if (packet.kind !== "config" && packet.kind !== "frame") return singleTrack(tag);
+  const other = { ...packet, codec: "hvc1" as const };
+  const track1 = encodeVideoTag({ kind: "multitrack", layout: "oneTrack", tracks: [{ trackId: 1, packet: other }] });
+  return [singleTrack(tag), { ...tag, data: track1 }];
 };
 
 /** ffmpeg's FLV of a test picture and tone, paced in real time, rewritten and published by onair's RTMP client. */
@@ -86,9 +92,9 @@ describe("Enhanced RTMP publishers", () => {
     expect(sessions).toHaveLength(1);
   });
 
-  it("a multitrack video message: its default track (id 0) is the source", async () => {
+  it("a multitrack ladder as OBS sends it: the default track (id 0) is the source, the other tracks are neither checked nor mixed in", async () => {
     const stream = (await api("POST", "/stream", { name: "erTMP multitrack", profiles: ONE_RUNG })).body;
-    const publishing = publishRewritten(stream.streamKey, 8, twoTracks);
+    const publishing = publishRewritten(stream.streamKey, 8, obsMultitrack);
     try {
       await livePlayback(stream);
       expect(await probeCodecs(stream.playbackId)).toEqual(["aac", "h264"]);

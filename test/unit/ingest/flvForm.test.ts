@@ -39,11 +39,22 @@ describe("videoForPipeline", () => {
     expect(video(legacy)).toEqual({ codec: "H.264", body: legacy });
   });
 
-  it("takes the default track (the lowest id) of a multitrack message, whatever the order", () => {
+  it("takes the default track (id 0) of a multitrack message, wherever it is in the message", () => {
     const key = readVideoTag(enhancedVideo(LEGACY_AVC_KEY)) as Extract<VideoTag, { kind: "frame" }>;
     const other = { ...key, data: b(0, 0, 0, 1, 0x65) };
     const multitrack = encodeVideoTag({ kind: "multitrack", layout: "manyTracks", tracks: [{ trackId: 2, packet: other }, { trackId: 0, packet: key }, { trackId: 1, packet: other }] });
     expect(video(multitrack)).toEqual({ codec: "H.264", body: LEGACY_AVC_KEY });
+  });
+
+  it("drops a message of another track only, as OBS sends each rendition but its top one (a one-track multitrack message of its id)", () => {
+    const key = readVideoTag(enhancedVideo(LEGACY_AVC_KEY)) as Extract<VideoTag, { kind: "frame" }>;
+    const config = readVideoTag(enhancedVideo(LEGACY_AVC_CONFIG)) as Extract<VideoTag, { kind: "config" }>;
+    for (const packet of [key, config]) {
+      const rendition = encodeVideoTag({ kind: "multitrack", layout: "oneTrack", tracks: [{ trackId: 1, packet }] });
+      expect(video(rendition)).toEqual({ codec: undefined, body: undefined });
+    }
+    // Its top rendition, a plain enhanced packet, is track 0.
+    expect(video(enhancedVideo(LEGACY_AVC_KEY))).toEqual({ codec: "H.264", body: LEGACY_AVC_KEY });
   });
 
   it.each<[string, Buffer, string]>([
@@ -82,6 +93,8 @@ describe("audioForPipeline", () => {
     const frame = readAudioTag(enhancedAudio(LEGACY_AAC_FRAME)) as Extract<AudioTag, { kind: "frame" }>;
     const multitrack = encodeAudioTag({ kind: "multitrack", layout: "manyTracks", tracks: [{ trackId: 1, packet: { ...frame, data: b(1) } }, { trackId: 0, packet: frame }] });
     expect(audio(multitrack)).toEqual({ codec: "AAC", body: LEGACY_AAC_FRAME });
+    const otherOnly = encodeAudioTag({ kind: "multitrack", layout: "oneTrack", tracks: [{ trackId: 2, packet: frame }] });
+    expect(audio(otherOnly)).toEqual({ codec: undefined, body: undefined });
   });
 
   it.each<[string, Buffer, string]>([
