@@ -17,6 +17,25 @@ const GiB = 1024 ** 3;
 const STALL_SECONDS = 3;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** A file's size and modification time, as the remux's watchdog reads them; "" before it exists. */
+function fileState(file: string): string {
+  try {
+    const st = fs.statSync(file);
+    return `${st.size}:${st.mtimeMs}`;
+  } catch {
+    return "";
+  }
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 it("a 2 GiB recording finalizes ready, with an MP4 of its duration, however long its remux runs", async () => {
   const work = tempDir("onair-2gib-");
   try {
@@ -37,6 +56,7 @@ it("a 2 GiB recording finalizes ready, with an MP4 of its duration, however long
     const t = await startTestServer({ FINALIZE_STALL_SECONDS: String(STALL_SECONDS) }, { dataDir });
     try {
       const remux = await waitFor("the remux", () => t.server.processes.pids()[0], 30_000, 5);
+      const tmp = path.join(dataDir, "recordings", sessionId, "output.mp4.tmp");
       const started = Date.now();
       const leaseEnds: number[] = [];
       let holds = 0;
@@ -47,11 +67,15 @@ it("a 2 GiB recording finalizes ready, with an MP4 of its duration, however long
         } catch {
           break; // finished already
         }
+        const held = fileState(tmp);
         await sleep(2_000);
         leaseEnds.push((await finalizeJobRow(t.server.store, sessionId))!.run_at);
         expect(leaseEnds.at(-1)!).toBeGreaterThan(Date.now());
         process.kill(remux, "SIGCONT");
-        await sleep(300);
+        // Held again only once the server can have seen it move (its watchdog looks at the file
+        // every 300 ms): two holds around a run it never saw would add up past the limit.
+        await waitFor("the remux moving again", () => fileState(tmp) !== held || !isRunning(remux), 10_000, 20);
+        await sleep(700);
       }
       await waitFor("ready", async () => (await t.server.store.sessions.get(sessionId))?.recordingStatus === "ready", 180_000, 50);
       const ms = Date.now() - started;
