@@ -32,7 +32,12 @@ const server = new RtmpServer({
   },
   onPlay: async ({ streamName, connection }) => {
     const r = reader(connection);
-    return { ok: true, reader: { started: () => sources.get(streamName)?.add(r) ?? r.endPlay(), end: () => sources.get(streamName)?.remove(r) } };
+    const started = () => {
+      const source = sources.get(streamName);
+      if (source) source.add(r);
+      else r.endPlay();
+    };
+    return { ok: true, reader: { started, end: () => sources.get(streamName)?.remove(r) } };
   },
 });
 
