@@ -224,10 +224,14 @@ export class RtmpIngest {
 
   /** Disconnects a publisher at once (suspend, delete, a dead pipeline), telling it why when there is a reason. */
   disconnect(publisherId: string, refusal?: Refusal): void {
-    const connection = this.publishes.get(publisherId)?.connection;
-    if (!connection) return;
-    if (refusal) connection.closeWithStatus(refusal.status, refusal.reason);
-    else connection.close();
+    // The publish ends now, not when its socket has closed (a publisher may take its time to
+    // hang up, a half-open one never does): its readers get end-of-stream and the handlers hear
+    // of it before anything else happens, a newer publisher's start included.
+    const publish = this.endPublish(publisherId);
+    if (!publish) return;
+    this.publishEnded(publisherId);
+    if (refusal) publish.connection.closeWithStatus(refusal.status, refusal.reason);
+    else publish.connection.close();
   }
 
   async close(): Promise<void> {
@@ -411,11 +415,8 @@ export class RtmpIngest {
     // Gone meanwhile: the handlers heard of its end already.
     if (this.publishes.get(id) !== publish) return;
     if (refusal) {
-      this.endPublish(id);
-      this.publishEnded(id);
       this.log.info({ publisherId: id, ip: publish.connection.remoteAddress, reason: refusal.reason, status: refusal.status }, "publish refused");
-      publish.connection.closeWithStatus(refusal.status, refusal.reason);
-      return;
+      return this.disconnect(id, refusal);
     }
     publish.started = true;
   }
@@ -465,7 +466,7 @@ export class RtmpIngest {
       if (publish.started && silentMs > this.options.mediaTimeoutMs) {
         this.log.warn({ publisherId: id, ip: publish.connection.remoteAddress, silentSeconds: Math.round(silentMs / 1000) }, "publisher sent no media: disconnected");
         this.options.onPublisherStalled?.();
-        publish.connection.close();
+        this.disconnect(id);
         continue;
       }
       for (const reader of publish.source.readers) this.capReader(id, publish, reader as PlayConnection);
