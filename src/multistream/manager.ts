@@ -55,6 +55,8 @@ export class MultistreamManager implements LiveSessionObserver {
   private readonly live = new Map<string, LivePushes>();
   /** Pushes still finishing after their publisher left, by stream (stopped if it comes back first). */
   private readonly draining = new Map<string, TargetPush[]>();
+  /** Pushes finishing after their session ended, until they have. */
+  private readonly finishing = new Set<TargetPush>();
   private readonly drainMs: number;
   private readonly caFile: string | undefined;
 
@@ -103,8 +105,20 @@ export class MultistreamManager implements LiveSessionObserver {
     this.live.delete(info.streamId);
     if (entry.pushes.size > 0) info.log.info({ pushes: entry.pushes.size, why }, "finishing the multistream pushes");
     const pushes = [...entry.pushes.values()].map((r) => r.push);
-    for (const push of pushes) void push.finish(this.drainMs);
+    for (const push of pushes) {
+      this.finishing.add(push);
+      void push.finish(this.drainMs).finally(() => this.finishing.delete(push));
+    }
     return pushes;
+  }
+
+  /**
+   * Resolves once every push a session end asked to finish has ended and said so: a shutdown
+   * waits for this before the stores close, or a push ending late (its destination slow to take
+   * the last of its media) would raise multistream.disconnected into a closed event sink.
+   */
+  async settled(): Promise<void> {
+    await Promise.all([...this.finishing].map((p) => p.closed));
   }
 
   /** Brings a live session's pushes in line with its stream's references: only what differs. */

@@ -89,6 +89,7 @@ export async function wireSessions(
   // Pushes to multistream targets while a session is live. Shutdown ends every session first,
   // which finishes their pushes; the registry stops any still draining after.
   const multistream = new MultistreamManager({ store, events, log, registry: processes, ffmpegPath: ffmpeg?.path, policy: outbound, metrics: metrics.restarts });
+  stops.register("release", "multistream pushes", () => multistream.settled());
   const keys = new StreamKeyIndex(store, log);
   // Sessions whose process is gone (a crash here, another node's death) end through this.
   const orphans: OrphanDeps = {
