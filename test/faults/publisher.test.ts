@@ -39,8 +39,6 @@ describe("publisher faults", () => {
     ["Sorenson H.263 video (ffmpeg's default for FLV)", { codec: ["-c:v", "flv"] }],
     ["H.264 with MP3 audio (ffmpeg's default for FLV)", { audio: ["-c:a", "libmp3lame", "-b:a", "64k"] }],
   ])("a publisher sending %s is refused at once: no session, no events, no ffmpeg", async (_name, media) => {
-    // The previous case's session goes idle before its ffmpeg has finished the playlists.
-    await waitFor("no ffmpeg left from before", () => fx.t.server.processes.size === 0, 10_000);
     const s = (await api("POST", "/stream", { name: "wrong codec", record: true })).body;
     const push = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 20, ...media });
     const end = await push.exited;
@@ -57,6 +55,12 @@ describe("publisher faults", () => {
     expect((await good.exited).code).toBe(0);
     await waitFor("stream.idle", () => eventsOf(s.id).includes("stream.idle"), 10_000);
     expect(eventsOf(s.id)).toEqual(["stream.started", "stream.idle"]);
+    // Its recording's remux comes after the session: the next case must not count that ffmpeg.
+    await waitFor("the recording finalized", async () => {
+      const list = (await api("GET", `/stream/${s.id}/sessions?record=1`)).body as { recordingStatus: string }[];
+      return list.length === 1 && ["ready", "failed"].includes(list[0]!.recordingStatus);
+    }, 30_000);
+    await waitFor("every ffmpeg reaped", () => fx.t.server.processes.size === 0, 10_000);
   });
 
   it("garbage bytes on the RTMP port harm no one else", async () => {
