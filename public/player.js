@@ -1,7 +1,7 @@
 // onair player: hls.js where MediaSource exists, the browser's own HLS otherwise (Safari).
 // Live: polls /api/playback/<id> every 2 s; offline until meta.live is 1, then plays (over
 // WebRTC first when playback info lists it, public/whep.js, falling back to LL-HLS when it does
-// not start within WEBRTC_START_MS), and goes back to offline once the stream has ended. VOD
+// not connect within WEBRTC_START_MS or then shows no frame), and goes back to offline once the stream has ended. VOD
 // (recordings): plays at once.
 "use strict";
 (function () {

@@ -1,11 +1,16 @@
 // WHEP (draft-ietf-wish-whep) in the browser: one recvonly video and audio transceiver, the
 // offer POSTed once ICE gathering is done (no trickle), the answer applied; the stream goes to
-// the video element. Resolves once a first frame is shown, or rejects within `timeoutMs` (ICE
-// or media that does not start): the player then falls back to LL-HLS.
+// the video element. Resolves once a first frame is shown, or rejects when the connection is not
+// up within `timeoutMs` (a network that blocks WebRTC), or when, once up, no frame comes within
+// MEDIA_MS: the player then falls back to LL-HLS.
 "use strict";
 (function () {
   var GATHER_MS = 1000;
   var OPTIONS_MS = 1000;
+  // Once connected, the first frame waits for the source's next keyframe: up to a group of
+  // pictures (2 s is common) plus the decoder's start, more on a loaded device. Falling back
+  // then would throw away a connection that works.
+  var MEDIA_MS = 4000;
 
   function gathered(pc) {
     if (pc.iceGatheringState === "complete") return Promise.resolve();
@@ -118,7 +123,12 @@
         return { close: close, pc: pc, resource: resource };
       });
     var timeout = new Promise(function (_resolve, reject) {
-      setTimeout(function () { reject(new Error("no WebRTC media within " + timeoutMs + " ms")); }, timeoutMs);
+      var timer = setTimeout(function () { reject(new Error("no WebRTC connection within " + timeoutMs + " ms")); }, timeoutMs);
+      pc.addEventListener("connectionstatechange", function () {
+        if (pc.connectionState !== "connected" || started || closed) return;
+        clearTimeout(timer);
+        setTimeout(function () { reject(new Error("connected, but no WebRTC media within " + MEDIA_MS + " ms")); }, MEDIA_MS);
+      });
     });
     return Promise.race([attempt, timeout]).catch(function (err) {
       close();

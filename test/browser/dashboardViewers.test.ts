@@ -60,7 +60,10 @@ inChromium("a WebRTC player and an LL-HLS player of one stream show as 1 WebRTC 
     const webrtc = await openPage(browser!, `${base}/play/${live.playbackId}`);
     const hls = await openPage(browser!, `${base}/play/${live.playbackId}?protocol=hls`);
     await Promise.all([playing(webrtc.page), playing(hls.page)]);
-    expect(await webrtc.page.getAttribute("#player", "data-protocol")).toBe("webrtc");
+    // Why WebRTC did not start, should it not have: the player keeps its error.
+    const protocol = await webrtc.page.getAttribute("#player", "data-protocol");
+    const why = await webrtc.page.evaluate(() => (globalThis as any).onairPlayer.webrtcError);
+    expect({ protocol, why }).toEqual({ protocol: "webrtc", why: undefined });
     expect(await hls.page.getAttribute("#player", "data-protocol")).toBe("hls");
 
     const { page, problems } = await openPage(browser!, `${base}/`);
