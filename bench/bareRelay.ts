@@ -10,6 +10,7 @@ const sources = new Map<string, LiveSource>();
 const reader = (connection: RtmpServerConnection) => ({
   sendMedia: (media: RelayedMedia) => connection.sendMedia(media),
   endPlay: () => connection.endPlay(),
+  cut: () => connection.close(),
   get bufferedBytes() {
     return connection.bufferedBytes;
   },

@@ -118,14 +118,14 @@ function pushClip(ffmpeg: string, clip: string, url: string, name: string): Chil
 
 /**
  * The pipeline's own arguments with only the input and the outputs changed: the clip paced by
- * `-re` in place of the local RTMP pull (and its network-only `-rw_timeout`), and each
+ * `-re` in place of the FLV pipe from the ingest, and each
  * rendition's fragmented MP4 pipe replaced by ffmpeg's own fMP4 HLS muxer into `outDir`, so the
  * baseline is the same encode with ffmpeg doing the packaging onair does in Node.
  */
 function bareArgs(clip: string, outDir: string, renditions: Rendition[], config: Config, prefix: string): string[] {
-  const marker = "rtmp://bench.invalid/live/input";
+  const marker = "bench-input.flv";
   const args = buildLiveArgs({
-    inputUrl: marker,
+    inputFile: marker,
     renditions,
     segmentSeconds: config.hlsSegmentSeconds,
     ...(config.hlsLowLatency ? { fragmentMicros: PART_SECONDS * 1e6 } : {}),
@@ -134,7 +134,7 @@ function bareArgs(clip: string, outDir: string, renditions: Rendition[], config:
   const at = args.indexOf(marker);
   if (at < 1 || args[at - 1] !== "-i") throw new Error("buildLiveArgs no longer has a single `-i <input>`: update bareArgs in bench/live.ts");
   let from = at - 1;
-  if (args[from - 2] === "-rw_timeout") from -= 2;
+  if (args[from - 2] === "-f") from -= 2;
   const out = [...args.slice(0, from), "-re", "-stream_loop", "-1", "-i", clip];
   let i = at + 1;
   for (const r of renditions) {

@@ -12,6 +12,7 @@ export {
   type Refusal,
   type RefusalStatus,
 } from "./rtmpIngest";
+export { FlvPipeReader } from "./flvPipe";
 export { isVideoKeyframe, PublishStats, type PublishStatsView } from "./publishStats";
 export { BridgeTickets, connectionOfProcess, type BridgedPublish, type TicketConnection } from "./bridges";
 export * from "./webrtc";

@@ -13,12 +13,14 @@ export interface RelayedMedia {
   body: Buffer;
 }
 
-/** Where a reader's copy goes (an RTMP play connection). */
+/** Where a reader's copy goes (the pipeline's pipe, an RTMP play connection). */
 export interface SourceReader {
   /** Writes without waiting; false when the reader can take no more (it has gone). */
   sendMedia(media: RelayedMedia): boolean;
   /** The publish is over: the reader is told the stream ended, and is let go. */
   endPlay(): void;
+  /** Let go at once, with no end of stream (it fell too far behind). */
+  cut(): void;
   /** Bytes written to it and not yet sent: how far it lags. */
   readonly bufferedBytes: number;
 }

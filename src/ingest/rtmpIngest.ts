@@ -138,26 +138,34 @@ function isLocal(connection: RtmpServerConnection): boolean {
   return remote === "127.0.0.1" || remote === "::1" || remote === connection.localAddress.replace(/^::ffff:/, "");
 }
 
-/** A play connection as its source sees it. */
+/** An RTMP play connection as its source sees it. */
 class PlayConnection implements SourceReader {
-  /** The publish it reads (after a takeover, the old one's until that one ends). */
-  private source: LiveSource | undefined;
   constructor(readonly connection: RtmpServerConnection) {}
-  join(source: LiveSource): void {
-    this.source = source;
-    source.add(this);
-  }
-  leave(): void {
-    this.source?.remove(this);
-  }
   sendMedia(media: RelayedMedia): boolean {
     return this.connection.sendMedia(media);
   }
   endPlay(): void {
     this.connection.endPlay();
   }
+  cut(): void {
+    this.connection.close();
+  }
   get bufferedBytes(): number {
     return this.connection.bufferedBytes;
+  }
+}
+
+/** A local reader (a pipe or a play connection) and the publish it reads. */
+class LocalReader {
+  /** The publish it reads (after a takeover, the old one's until that one ends). */
+  private source: LiveSource | undefined;
+  constructor(readonly reader: SourceReader) {}
+  join(source: LiveSource): void {
+    this.source = source;
+    source.add(this.reader);
+  }
+  leave(): void {
+    this.source?.remove(this.reader);
   }
 }
 
@@ -169,7 +177,7 @@ export class RtmpIngest {
   /** The publish each internal name is under now: the newest publisher's. */
   private readonly sources = new Map<string, Publish>();
   /** Local readers that asked for a stream before its publish came, by internal name. */
-  private readonly waiting = new Map<string, Set<{ reader: PlayConnection; timer: NodeJS.Timeout }>>();
+  private readonly waiting = new Map<string, Set<{ reader: LocalReader; timer: NodeJS.Timeout }>>();
   private sweepTimer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -314,37 +322,46 @@ export class RtmpIngest {
     }
     const alias = streamKeyFromPath(`/${request.app}/${request.streamName.split("?")[0]}`);
     if (alias === undefined) return { ok: false, code: "NetStream.Play.StreamNotFound", description: `play ${INGEST_APP}/<name> only` };
-    const reader = new PlayConnection(connection);
+    let leave: (() => void) | undefined;
     return {
       ok: true,
       reader: {
         // Runs after the answer (Play.Start) has been sent: media may follow.
-        started: () => {
-          const publish = this.sources.get(alias);
-          if (publish) reader.join(publish.source);
-          else this.wait(alias, reader);
-        },
-        end: () => {
-          reader.leave();
-          this.stopWaiting(alias, reader);
-        },
+        started: () => void (leave = this.read(alias, new PlayConnection(connection))),
+        end: () => leave?.(),
       },
     };
   }
 
+  /**
+   * A local reader of the stream under an internal name (the pipeline's pipe, a play
+   * connection): it joins the publish there now, or waits a while for one (the pipeline
+   * restarted while the encoder reconnects), then gets its end. Returns what lets it go.
+   */
+  read(alias: string, reader: SourceReader): () => void {
+    const local = new LocalReader(reader);
+    const publish = this.sources.get(alias);
+    if (publish) local.join(publish.source);
+    else this.wait(alias, local);
+    return () => {
+      local.leave();
+      this.stopWaiting(alias, local);
+    };
+  }
+
   /** A local reader waits for its stream's publish (the pipeline restarted while the encoder reconnects). */
-  private wait(alias: string, reader: PlayConnection): void {
+  private wait(alias: string, reader: LocalReader): void {
     const set = this.waiting.get(alias) ?? new Set();
     this.waiting.set(alias, set);
     const timer = setTimeout(() => {
       this.stopWaiting(alias, reader);
-      reader.endPlay();
+      reader.reader.endPlay();
     }, READER_WAIT_MS);
     timer.unref();
     set.add({ reader, timer });
   }
 
-  private stopWaiting(alias: string, reader: PlayConnection): void {
+  private stopWaiting(alias: string, reader: LocalReader): void {
     const set = this.waiting.get(alias);
     if (!set) return;
     for (const w of set) {
@@ -469,12 +486,12 @@ export class RtmpIngest {
         this.disconnect(id);
         continue;
       }
-      for (const reader of publish.source.readers) this.capReader(id, publish, reader as PlayConnection);
+      for (const reader of publish.source.readers) this.capReader(id, publish, reader);
     }
   }
 
   /** A reader whose unsent media exceeds a few seconds of its publisher's rate is cut off. */
-  private capReader(publisherId: string, publish: Publish, reader: PlayConnection): void {
+  private capReader(publisherId: string, publish: Publish, reader: SourceReader): void {
     const buffered = reader.bufferedBytes;
     if (buffered <= READER_MIN_BUFFER_BYTES) return;
     const first = publish.samples[0];
@@ -482,9 +499,9 @@ export class RtmpIngest {
     const rate = first && last && last.at > first.at ? ((last.bytes - first.bytes) * 1000) / (last.at - first.at) : 0;
     const cap = Math.max(READER_MIN_BUFFER_BYTES, rate * READER_BUFFER_SECONDS);
     if (buffered <= cap) return;
-    this.log.warn({ bufferedBytes: buffered, capBytes: Math.round(cap), publisherId }, `RTMP reader fell more than ${READER_BUFFER_SECONDS} s behind its publisher: cut off`);
+    this.log.warn({ bufferedBytes: buffered, capBytes: Math.round(cap), publisherId }, `a local reader (pipeline, push) fell more than ${READER_BUFFER_SECONDS} s behind its publisher: cut off`);
     this.options.onReaderCut?.();
     publish.source.remove(reader);
-    reader.connection.close();
+    reader.cut();
   }
 }

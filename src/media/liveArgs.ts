@@ -2,8 +2,8 @@ import type { Rendition } from "../shapes";
 import { THUMBNAIL_SECONDS, thumbnailOutputArgs, thumbnailScale } from "./thumbnails";
 
 export interface LiveArgsInput {
-  /** Where the pipeline pulls the published stream: the local RTMP server. */
-  inputUrl: string;
+  /** An FLV file to read instead of the published stream on ffmpeg's stdin (see livePipeline.ts). */
+  inputFile?: string;
   renditions: Rendition[];
   /** Seconds between keyframes (and so the segments' length) of encoded renditions. */
   segmentSeconds: number;
@@ -64,8 +64,9 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
   // low_delay: the decoder threads by slices, not frames; frame threading holds a frame back per
   // thread, a delay every viewer would see (WebRTC most: it sends frames as they are encoded).
   if (encoded.length > 0) args.push("-flags:v", "low_delay");
-  // A stalled local RTMP server must not leave the pipeline hanging forever (microseconds).
-  args.push("-rw_timeout", "10000000", "-i", o.inputUrl);
+  // The ingest writes the publish into a pipe, tag by tag as it arrives; it ends the pipe when
+  // the publish ends (or stalls: its media timeout), which ends this run like a file's end.
+  args.push("-f", "flv", "-i", o.inputFile ?? "pipe:0");
 
   // fps, not a select of keyframes: image2 is a CFR output, which would repeat a selected
   // picture at the source's rate. fps=1/N keeps the newest frame of each N s; it waits for the

@@ -1,3 +1,4 @@
+import type { Writable } from "node:stream";
 import type { LivePackager, PackagerRun } from "../hls";
 import type { Logger } from "../log";
 import type { Rendition } from "../shapes";
@@ -10,8 +11,8 @@ export interface LivePipelineOptions {
   ffmpegPath: string;
   log: Logger;
   registry: ProcessRegistry;
-  /** Where the pipeline pulls the published stream: the local RTMP server. */
-  inputUrl: string;
+  /** The published stream, written into the pipeline's ffmpeg. */
+  input: PipelineInput;
   renditions: Rendition[];
   segmentSeconds: number;
   /** LL-HLS parts of this many µs; undefined: segments only. */
@@ -39,6 +40,22 @@ export interface LivePipelineOptions {
   onEnded(end: ProcessEnd): void;
 }
 
+/**
+ * The published stream as a run reads it: FLV tags written into ffmpeg's stdin as they arrive
+ * from the publisher, with no network hop between the ingest and ffmpeg (and no local port for
+ * another user of the machine to play from).
+ */
+export interface PipelineInput {
+  /** The stream's internal name (its id, never its key): in logs and for tests. */
+  name: string;
+  /**
+   * Starts writing the stream into `into`: the codecs' headers and the newest group of
+   * pictures first, then every message; `into` is ended when the publish ends (or, if it has
+   * not come, after a while). Returns what stops the writing.
+   */
+  feed(into: Writable): () => void;
+}
+
 /** Where a run's frames for WebRTC playback go (src/realtime): FLV bytes by rendition index. */
 export interface RealtimeTap {
   /** Where the Opus RTP goes (a loopback port) and the SSRC it is known by there; undefined: no audio. */
@@ -47,8 +64,8 @@ export interface RealtimeTap {
 }
 
 /**
- * One run of a live session's media: a single ffmpeg pulling the published stream from the
- * local RTMP server, each rendition's fragmented MP4 read from its own pipe into the session's
+ * One run of a live session's media: a single ffmpeg reading the published stream from a
+ * pipe, each rendition's fragmented MP4 read from its own pipe into the session's
  * packager. The playlists outlive the run: a restart or a reconnect starts another run that
  * continues them.
  */
@@ -57,6 +74,7 @@ export class LivePipeline {
   private run: PackagerRun | undefined;
   private playable = false;
   private faulted = false;
+  private stopFeed: (() => void) | undefined;
   private markDone!: () => void;
   /** Resolves once the pipeline has ended and its last segments are in the packager. */
   readonly done = new Promise<void>((resolve) => (this.markDone = resolve));
@@ -69,9 +87,9 @@ export class LivePipeline {
     this.process = spawnSupervised(this.o.registry, {
       command: this.o.ffmpegPath,
       args: buildLiveArgs({ ...this.o, audioBitrate: AUDIO_BITRATE, ...(this.o.realtime ? { realtime: { audio: this.o.realtime.audio } } : {}) }),
-      // The input is the stream's internal name on the local RTMP server, never its key.
       log: this.o.log,
       name: "ffmpeg live",
+      inputPipe: true,
       onStdoutLine: (line) => this.progressLine(line),
       // The fMP4 pipes, then (for WebRTC playback) one FLV pipe per rendition.
       outputPipes: this.o.renditions.length * (this.o.realtime ? 2 : 1),
@@ -79,6 +97,7 @@ export class LivePipeline {
       onOutput: (index, chunk) => this.output(run, index, chunk),
     });
     void this.process.ended.then((end) => this.finish(end));
+    if (this.process.stdin) this.stopFeed = this.o.input.feed(this.process.stdin);
   }
 
   private output(run: PackagerRun, index: number, chunk: Buffer): void {
@@ -124,6 +143,7 @@ export class LivePipeline {
   }
 
   private finish(end: ProcessEnd): void {
+    this.guard(() => this.stopFeed?.());
     // 'close' came after the pipes drained: the run's last fragments are in; its open segments close.
     this.guard(() => this.run?.end());
     this.markDone();

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
 import readline from "node:readline";
+import type { Writable } from "node:stream";
 import type { Logger } from "../log";
 
 /** How a supervised process ended: always known, always logged. */
@@ -28,6 +29,8 @@ export interface SupervisedProcessOptions {
    * 'close' waits for them to drain, so `ended` comes after their last bytes.
    */
   outputPipes?: number;
+  /** Its stdin is a pipe (`stdin` below): the process reads its input from onair, not a url. */
+  inputPipe?: boolean;
   /** Its working directory (an operator's `ls -l /proc/<pid>/cwd` shows whose process it is). */
   cwd?: string;
   onOutput?(index: number, chunk: Buffer): void;
@@ -52,6 +55,8 @@ export interface SupervisedProcessOptions {
 export class SupervisedProcess {
   readonly ended: Promise<ProcessEnd>;
   readonly pid: number | undefined;
+  /** Its stdin, with `inputPipe`: writes after it has exited are dropped (EPIPE is not an error here). */
+  readonly stdin: Writable | undefined;
   private readonly child: ChildProcess;
   private readonly tail: string[] = [];
   private readonly started = Date.now();
@@ -67,8 +72,10 @@ export class SupervisedProcess {
     // Its own process group: a terminal's Ctrl-C reaches onair, which stops its children in
     // order, and a leftover can be killed with everything it started.
     const extra = Array.from({ length: opts.outputPipes ?? 0 }, () => "pipe" as const);
-    this.child = spawn(opts.command, opts.args, { stdio: ["ignore", "pipe", "pipe", ...extra], detached: true, ...(opts.cwd ? { cwd: opts.cwd } : {}), ...(opts.env ? { env: opts.env } : {}) });
+    this.child = spawn(opts.command, opts.args, { stdio: [opts.inputPipe ? "pipe" : "ignore", "pipe", "pipe", ...extra], detached: true, ...(opts.cwd ? { cwd: opts.cwd } : {}), ...(opts.env ? { env: opts.env } : {}) });
     this.pid = this.child.pid;
+    this.stdin = opts.inputPipe ? (this.child.stdin ?? undefined) : undefined;
+    this.stdin?.on("error", () => undefined);
     extra.forEach((_, i) => {
       const pipe = this.child.stdio[3 + i] as NodeJS.ReadableStream | null;
       pipe?.on("data", (chunk: Buffer) => opts.onOutput?.(i, chunk));

@@ -55,7 +55,7 @@ export interface Metrics extends HttpMetrics {
   /** `publisher`: the connection feeding the session now (it changes on a reconnect). */
   liveSessionStarted(ids: { streamId: string; sessionId: string; publisher(): string | undefined }): LiveSessionMetrics;
   webhookDelivery(outcome: WebhookOutcome): void;
-  /** A local RTMP reader (pipeline, push) fell too far behind its publisher and was cut off. */
+  /** A local reader of a publish (a pipeline's pipe, a push) fell too far behind its publisher and was cut off. */
   readerCut(): void;
   /** A publisher that sent no media for PUBLISH_MEDIA_TIMEOUT_SECONDS was disconnected. */
   publisherStalled(): void;
@@ -250,7 +250,7 @@ function counters(registry: Registry) {
   for (const outcome of ["delivered", "retry", "failed", "cancelled"] satisfies WebhookOutcome[]) webhookDeliveries.inc({ outcome }, 0);
   const readersCut = new Counter({
     name: "onair_rtmp_readers_cut_total",
-    help: "Local RTMP readers (live pipelines, multistream pushes) cut off for falling more than a few seconds behind their publisher.",
+    help: "Local readers of a publish (live pipelines' pipes, multistream pushes) cut off for falling more than a few seconds behind their publisher.",
     registers: [registry],
   });
   const publishersStalled = new Counter({

@@ -1,5 +1,6 @@
 import fs from "node:fs";
 import path from "node:path";
+import type { Writable } from "node:stream";
 import { LeaseLost, type Lease, type SessionRecord, type Store, type StreamRecord, type Tx } from "../db";
 import type { EventSink } from "../events";
 import { rejected, type PublisherStats, type Refusal } from "../ingest";
@@ -37,8 +38,13 @@ export interface StreamRuntimeDeps {
   registry: ProcessRegistry;
   ffmpegPath: string;
   hlsDir: string;
-  /** Where the pipeline pulls a published stream from the local RTMP server, by its internal name (the stream id). */
+  /** Where source-copy pushes pull a published stream from the local RTMP server, by its internal name (the stream id). */
   rtmpInputUrl(alias: string): string;
+  /**
+   * Writes the stream published under an internal name (the stream id) into a pipeline's
+   * stdin as FLV, from the local ingest; returns what stops it (see PipelineInput).
+   */
+  readSource(alias: string, into: Writable): () => void;
   segmentSeconds: number;
   listSize: number;
   /** LL-HLS (parts, blocking reload); false: plain fMP4 HLS. */
@@ -407,7 +413,7 @@ export class StreamRuntime {
     }
     const options: LivePipelineOptions = {
       ffmpegPath: this.deps.ffmpegPath,
-      inputUrl: this.info.sourceUrl,
+      input: { name: this.info.streamId, feed: (into) => this.deps.readSource(this.info.streamId, into) },
       renditions: this.info.renditions,
       segmentSeconds: this.deps.segmentSeconds,
       ...(this.deps.lowLatency ? { fragmentMicros: PART_SECONDS * 1e6 } : {}),

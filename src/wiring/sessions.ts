@@ -1,11 +1,12 @@
 import { RealtimeFeeds } from "../realtime";
 import path from "node:path";
+import type { Writable } from "node:stream";
 import { PublishRelays, sendNotice } from "../cluster";
 import type { Config } from "../config";
 import type { Store } from "../db";
 import { StorageWatch, STORAGE_RESERVE_BYTES } from "../health";
 import { LiveHls } from "../hls";
-import { BridgeTickets, INGEST_APP, type RtmpIngest } from "../ingest";
+import { BridgeTickets, FlvPipeReader, INGEST_APP, type RtmpIngest } from "../ingest";
 import { ffmpegHasCmaf, ffmpegHasLibopus } from "../media";
 import type { Metrics } from "../metrics";
 import { MultistreamManager } from "../multistream";
@@ -33,6 +34,16 @@ export class LocalRtmp {
 
   url(name: string): string {
     return `rtmp://${this.host}:${this.port}/${INGEST_APP}/${name}`;
+  }
+
+  /** The stream under an internal name into a pipeline's stdin; with no ingest here, nothing comes (the pipe ends). */
+  read(name: string, into: Writable): () => void {
+    const reader = new FlvPipeReader(into);
+    if (!this.server) {
+      reader.endPlay();
+      return () => undefined;
+    }
+    return this.server.read(name, reader);
   }
 }
 
@@ -121,6 +132,7 @@ export async function wireSessions(
     ffmpegPath: ffmpeg?.path,
     hlsDir,
     rtmpInputUrl: (name) => rtmp.url(name),
+    readSource: (name, into) => rtmp.read(name, into),
     segmentSeconds: config.hlsSegmentSeconds,
     listSize: config.hlsListSize,
     lowLatency: config.hlsLowLatency,

@@ -151,9 +151,9 @@ export class FakePipelines {
     return p;
   };
 
-  /** The newest run of a stream (by its internal input url, which names the stream id). */
+  /** The newest run of a stream (by its input's internal name, the stream id). */
   latest(streamId?: string): FakePipeline {
-    const runs = streamId ? this.all.filter((p) => p.options.inputUrl.endsWith(`/${streamId}`)) : this.all;
+    const runs = streamId ? this.all.filter((p) => p.options.input.name === streamId) : this.all;
     const p = runs[runs.length - 1];
     if (!p) throw new Error("no pipeline was started");
     return p;
@@ -219,7 +219,7 @@ async function encodeSourceMedia(dir: string, seconds: number): Promise<Fmp4Piec
     "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-c:a", "aac", "-f", "flv", flv,
   ]);
   if (made.status !== 0) throw new Error(String(made.stderr));
-  const args = buildLiveArgs({ inputUrl: flv, renditions: renditionLadder([], 1), segmentSeconds: 1, fragmentMicros: 200_000, audioBitrate: 96_000 });
+  const args = buildLiveArgs({ inputFile: flv, renditions: renditionLadder([], 1), segmentSeconds: 1, fragmentMicros: 200_000, audioBitrate: 96_000 });
   return fmp4FromPipes(args, 1);
 }
 
@@ -257,6 +257,8 @@ export async function liveWorld(): Promise<LiveWorld> {
     ffmpegPath: "ffmpeg-not-run",
     hlsDir: path.join(dir, "hls"),
     rtmpInputUrl: (alias) => `rtmp://127.0.0.1:1935/live/${alias}`,
+    // The fake pipelines read nothing: their input is never fed.
+    readSource: () => () => undefined,
     segmentSeconds: 1,
     listSize: 6,
     lowLatency: true,

@@ -108,7 +108,7 @@ describe("thumbnails", () => {
     const made = spawnSync(FFMPEG, ["-hide_banner", "-loglevel", "error", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-t", "3", "-c:v", "libx264", "-preset", "veryfast", "-g", "30", "-pix_fmt", "yuv420p", "-f", "flv", flv]);
     expect(made.status).toBe(0);
     const copy = async (thumbnailFile?: string) => {
-      const args = buildLiveArgs({ inputUrl: flv, renditions: renditionLadder([], 1), segmentSeconds: 1, fragmentMicros: 200_000, audioBitrate: 128_000, thumbnailFile });
+      const args = buildLiveArgs({ inputFile: flv, renditions: renditionLadder([], 1), segmentSeconds: 1, fragmentMicros: 200_000, audioBitrate: 128_000, thumbnailFile });
       const child = spawn(FFMPEG, args, { stdio: ["ignore", "ignore", "ignore", "pipe"] });
       const chunks: Buffer[] = [];
       child.stdio[3]!.on("data", (c: Buffer) => chunks.push(c));

@@ -32,7 +32,7 @@ async function encode(seconds: number): Promise<Fmp4Piece[][]> {
     "-c:v", "libx264", "-preset", "ultrafast", "-g", "60", "-c:a", "aac", "-f", "flv", flv,
   ]);
   if (made.status !== 0) throw new Error(String(made.stderr));
-  const args = buildLiveArgs({ inputUrl: flv, renditions: RENDITIONS, segmentSeconds: 1, fragmentMicros: 200_000, audioBitrate: 96_000 });
+  const args = buildLiveArgs({ inputFile: flv, renditions: RENDITIONS, segmentSeconds: 1, fragmentMicros: 200_000, audioBitrate: 96_000 });
   return fmp4FromPipes(args, 2);
 }
 
@@ -241,7 +241,7 @@ describe("what a live source can throw at the packager", () => {
       "-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-c:a", "aac", "-f", "flv", flv,
     ]);
     expect(made.status).toBe(0);
-    const args = buildLiveArgs({ inputUrl: flv, renditions: RENDITIONS, segmentSeconds: 1, fragmentMicros: 200_000, audioBitrate: 96_000 });
+    const args = buildLiveArgs({ inputFile: flv, renditions: RENDITIONS, segmentSeconds: 1, fragmentMicros: 200_000, audioBitrate: 96_000 });
     const tail = await fmp4FromPipes(args, 2);
     const p = newPackager(10);
     expect(() => feed(p, tail, 0).end()).not.toThrow();
@@ -283,7 +283,7 @@ describe("what a live source can throw at the packager", () => {
     ]);
     expect(made.status).toBe(0);
     const source = renditionLadder([], 2);
-    const args = buildLiveArgs({ inputUrl: flv, renditions: source, segmentSeconds: 2, fragmentMicros: 200_000, audioBitrate: 96_000 });
+    const args = buildLiveArgs({ inputFile: flv, renditions: source, segmentSeconds: 2, fragmentMicros: 200_000, audioBitrate: 96_000 });
     const [passthrough] = await fmp4FromPipes(args, 1);
     const p = new LivePackager({ renditions: source, lowLatency: true, segmentTarget: 2, windowSegments: 10, uriPrefix: "abcd1234", audioBitrate: 96_000 });
     const run = p.startRun();

@@ -27,6 +27,9 @@ class Reader implements SourceReader {
   endPlay(): void {
     this.ended++;
   }
+  cut(): void {
+    this.ended++;
+  }
   bufferedBytes = 0;
 }
 

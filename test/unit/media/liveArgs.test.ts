@@ -5,13 +5,13 @@ import type { Rendition } from "../../../src/shapes";
 const P = (name: string, width: number, height: number, fps = 30, bitrate = 1_000_000) => ({ name, width, height, fps, bitrate });
 
 describe("buildLiveArgs", () => {
-  const base = { inputUrl: "rtmp://127.0.0.1:1935/live/k", segmentSeconds: 1, fragmentMicros: 200_000, audioBitrate: 128000 };
+  const base = { segmentSeconds: 1, fragmentMicros: 200_000, audioBitrate: 128000 };
   const FMP4 = "-video_track_timescale 90000 -f mp4 -movflags +frag_keyframe+empty_moov+default_base_moof+skip_trailer+cmaf";
 
   it("passthrough copies the source into one fragmented MP4 on fd 3, audio optional", () => {
     const args = buildLiveArgs({ ...base, renditions: renditionLadder([], 1) });
     expect(args).not.toContain("-filter_complex");
-    expect(args.join(" ")).toContain(`-i rtmp://127.0.0.1:1935/live/k -map 0:v:0 -map 0:a:0? -c copy ${FMP4} -frag_duration 200000 pipe:3`);
+    expect(args.join(" ")).toContain(`-f flv -i pipe:0 -map 0:v:0 -map 0:a:0? -c copy ${FMP4} -frag_duration 200000 pipe:3`);
     // Nothing is decoded for the renditions: no decoder flags.
     expect(args).not.toContain("low_delay");
     expect(args).not.toContain("libx264");
@@ -33,7 +33,7 @@ describe("buildLiveArgs", () => {
     expect(text).toContain("-b:v 3000000 -maxrate 3000000 -bufsize 6000000 -g 60 -keyint_min 60 -sc_threshold 0 -force_key_frames expr:gte(t,n_forced*2)");
     expect(text).toContain("-b:v 800000 -maxrate 800000 -bufsize 1600000 -g 30 -keyint_min 30");
     expect(text).toContain("-c:a aac -b:a 128000");
-    expect(args.filter((a) => a === "-f").length).toBe(2);
+    expect(args.filter((a) => a === "-f").length).toBe(3); // the input (flv on stdin) and each output
     expect(text).toContain(`${FMP4} -frag_duration 200000 pipe:3`);
     expect(text).toContain(`${FMP4} -frag_duration 200000 pipe:4`);
   });
@@ -140,7 +140,7 @@ describe("buildLiveArgs", () => {
         "-hide_banner", "-nostdin", "-nostats", "-loglevel", "info", "-progress", "pipe:1", "-analyzeduration", "500000", "-y",
         // Slice-threaded decoding: frame threads would hold a frame back each.
         "-flags:v", "low_delay",
-        "-rw_timeout", "10000000", "-i", "rtmp://127.0.0.1:1935/live/k",
+        "-f", "flv", "-i", "pipe:0",
         "-filter_complex", `[0:v:0]fps=30,split=3[s0][s1][st];${scale(1280, 720, 0)};${scale(854, 480, 1)};[st]fps=1/2,scale=w='min(640,iw)':h=-2[thumb]`,
         ...encode(0, 3_000_000), ...encode(1, 1_500_000),
         "-map", "[thumb]", "-c:v", "mjpeg", "-q:v", "5", "-threads", "1", "-update", "1", "-atomic_writing", "1", "-f", "image2", "/tmp/t.jpg",

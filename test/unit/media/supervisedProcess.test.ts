@@ -1,3 +1,4 @@
+import { finished } from "node:stream";
 import { createLogger } from "../../../src/log";
 import { ProcessRegistry, spawnSupervised } from "../../../src/media";
 
@@ -42,5 +43,38 @@ describe("supervised process secrets", () => {
     expect(end.code).toBe(1);
     expect(end.stderrTail).toEqual(["rtmp://cam:<secret>@cam.example/live/x?<secret>: Connection refused", "plain line"]);
     expect(registry.size).toBe(0);
+  });
+});
+
+// A live pipeline's ffmpeg reads the publish from its stdin: a process may be given a pipe
+// there; without one its stdin is closed, as before.
+
+describe("supervised process input pipe", () => {
+  it("hands the process what is written to its stdin, and its end as end of input", async () => {
+    const lines: string[] = [];
+    const p = spawnSupervised(new ProcessRegistry(), {
+      command: "sh",
+      args: ["-c", "wc -c"],
+      log: createLogger("silent"),
+      name: "test",
+      inputPipe: true,
+      onStdoutLine: (line) => lines.push(line.trim()),
+    });
+    p.stdin!.write("hello ");
+    p.stdin!.end("world");
+    expect((await p.ended).code).toBe(0);
+    expect(lines).toEqual(["11"]);
+  });
+
+  it("has no stdin unless asked, and a write after the process has gone throws nothing", async () => {
+    const none = spawnSupervised(new ProcessRegistry(), { command: "sh", args: ["-c", "exit 0"], log: createLogger("silent"), name: "test" });
+    expect(none.stdin).toBeUndefined();
+    await none.ended;
+    const gone = spawnSupervised(new ProcessRegistry(), { command: "sh", args: ["-c", "exit 0"], log: createLogger("silent"), name: "test", inputPipe: true });
+    await gone.ended;
+    gone.stdin!.write(Buffer.alloc(1 << 20));
+    // The write fails (EPIPE), which ends the pipe and reaches no one as an exception.
+    await new Promise((resolve) => finished(gone.stdin!, resolve));
+    expect(gone.stdin!.destroyed).toBe(true);
   });
 });

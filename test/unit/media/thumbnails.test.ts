@@ -3,7 +3,7 @@ import { buildLiveArgs } from "../../../src/media/liveArgs";
 import { buildStillArgs, stillAt, THUMBNAIL_SECONDS } from "../../../src/media/thumbnails";
 
 const P = (name: string, width: number, height: number, fps = 30, bitrate = 1_000_000) => ({ name, width, height, fps, bitrate });
-const base = { inputUrl: "rtmp://127.0.0.1:1935/live/k", segmentSeconds: 2, fragmentMicros: 200_000, audioBitrate: 128000 };
+const base = { segmentSeconds: 2, fragmentMicros: 200_000, audioBitrate: 128000 };
 const JPEG_OUT = "-c:v mjpeg -q:v 5 -threads 1 -update 1 -atomic_writing 1 -f image2 /data/hls/p/thumbnail.jpg";
 const SCALE = "scale=w='min(640,iw)':h=-2";
 
@@ -55,7 +55,7 @@ describe("buildLiveArgs with a thumbnail", () => {
     // Last, after every rendition's pipe, which keep their fds.
     expect(text.endsWith(`-map [thumb] ${JPEG_OUT}`)).toBe(true);
     for (const r of renditions) expect(args).toContain(`pipe:${3 + r.index}`);
-    expect(args.filter((a) => a.startsWith("pipe:")).length).toBe(renditions.length + 1); // + the -progress pipe
+    expect(args.filter((a) => a.startsWith("pipe:")).length).toBe(renditions.length + 2); // + the -progress pipe and stdin
   });
 
   it.each([[[]], [[P("360p", 640, 360)]]])("no thumbnail file: the argv of before (%#)", (profiles) => {
