@@ -58,12 +58,12 @@ describe("one stream's failure ends that stream only", () => {
     const cbr = ["-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-pix_fmt", "yuv420p", "-b:v", "8M", "-minrate", "8M", "-maxrate", "8M", "-bufsize", "2M", "-x264-params", "nal-hrd=cbr"];
     const push = pushTestStream(url(s.streamKey), { seconds: 60, size: "640x360", codec: cbr });
     await waitFor("live", () => isActive(s.id));
-    // No process of the server carries the stream key: the pipeline reads the stream's internal name.
+    // No process of the server carries the stream key: the pipeline reads the publish on its stdin.
     const argv = (pid: number) => fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0").join(" ");
     const pids = fx.t.server.processes.pids();
     expect(pids.length).toBeGreaterThan(0);
     for (const pid of pids) expect(argv(pid)).not.toContain(s.streamKey);
-    expect(argv(pids[0]!)).toContain(`/live/${s.id}`);
+    expect(argv(pids[0]!)).toContain("-f flv -i pipe:0");
     // A local reader of that name, as the pipeline and multistream pushes are.
     const reader = spawn(FFMPEG, ["-hide_banner", "-nostdin", "-loglevel", "error", "-i", url(s.id), "-c", "copy", "-f", "null", "-", "-progress", "pipe:1"], { stdio: ["ignore", "pipe", "ignore"] });
     let reading = false;
