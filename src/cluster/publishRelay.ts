@@ -1,10 +1,11 @@
 import dns from "node:dns/promises";
 import net from "node:net";
 import type { Store, StreamRecord } from "../db";
-import { INGEST_APP, rejected, type Refusal } from "../ingest";
+import { INGEST_APP } from "../ingest";
 import type { Logger } from "../log";
 import type { ProcessRegistry } from "../media";
 import { RelayPush, type PushAttempt } from "../multistream";
+import { refusePublish, type PublishRefusal } from "../shapes";
 
 export interface PublishRelaysOptions {
   store: Store;
@@ -13,7 +14,7 @@ export interface PublishRelaysOptions {
   ffmpegPath: string | undefined;
   /** The publish on this node's RTMP server, under its alias. */
   rtmpInputUrl(alias: string): string;
-  disconnectPublisher(publisherId: string, refusal?: Refusal): void;
+  disconnectPublisher(publisherId: string, refusal?: PublishRefusal): void;
 }
 
 /** How long a holder's RTMP gets to answer (set-up, or a write making no progress). */
@@ -47,9 +48,9 @@ export class PublishRelays {
   }
 
   /** Relays `publisherId`'s publish of `stream` to node `holder`; a refusal when it cannot. */
-  async start(publisherId: string, stream: StreamRecord, holder: string): Promise<Refusal | undefined> {
+  async start(publisherId: string, stream: StreamRecord, holder: string): Promise<PublishRefusal | undefined> {
     const { o } = this;
-    const busy = rejected(`stream ${stream.id} is live on another node (${holder}): reconnect in a moment`);
+    const busy = refusePublish("elsewhere", `stream ${stream.id} is live on another node (${holder}): reconnect in a moment`);
     if (!o.ffmpegPath || !stream.streamKey) return busy;
     const node = await o.store.nodes.get(holder);
     const at = node?.rtmpAddress ? splitAddress(node.rtmpAddress) : undefined;

@@ -3,13 +3,11 @@ export {
   INGEST_APP,
   READER_BUFFER_SECONDS,
   streamKeyFromPath,
-  badName,
-  rejected,
+  rtmpRefusalStatus,
   type Admission,
   type IngestHandlers,
   type IngestOptions,
   type PublisherStats,
-  type Refusal,
   type RefusalStatus,
 } from "./rtmpIngest";
 export { FlvPipeReader } from "./flvPipe";

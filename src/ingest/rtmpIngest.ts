@@ -6,7 +6,7 @@ import { refuseAudio, refuseVideo } from "./mediaCheck";
 import { PublishStats, type PublishStatsView } from "./publishStats";
 import { LiveSource, type RelayedMedia, type SourceReader } from "./liveSource";
 import type { BridgeTickets } from "./bridges";
-import type { IngestProtocol } from "../shapes";
+import { refusePublish, type IngestProtocol, type PublishRefusal } from "../shapes";
 
 // onair's RTMP ingest on its own RTMP server (src/rtmp): encoders publish to
 // `/live/<stream key>`; an admitted publish goes on under the stream's internal name, which the
@@ -49,13 +49,10 @@ const RATE_WINDOW_MS = 5000;
  */
 export type RefusalStatus = "NetStream.Publish.BadName" | "NetStream.Publish.Rejected";
 
-export interface Refusal {
-  status: RefusalStatus;
-  reason: string;
+/** A refusal as RTMP says it: the edge's half of the one admission (see PublishRefusal). */
+export function rtmpRefusalStatus(refusal: PublishRefusal): RefusalStatus {
+  return refusal.kind === "unknown" || refusal.kind === "suspended" ? "NetStream.Publish.BadName" : "NetStream.Publish.Rejected";
 }
-
-export const badName = (reason: string): Refusal => ({ status: "NetStream.Publish.BadName", reason });
-export const rejected = (reason: string): Refusal => ({ status: "NetStream.Publish.Rejected", reason });
 
 /** One publish on a connection, from the publish command to its end. */
 interface Publish {
@@ -91,7 +88,7 @@ export interface PublisherStats extends PublishStatsView {
  * under (`/live/<alias>`), which the pipeline and pushes read. The stream key, a secret, then
  * appears in no command line (`ps` shows every argv to every local user).
  */
-export type Admission = { refusal: Refusal } | { alias: string };
+export type Admission = { refusal: PublishRefusal } | { alias: string };
 
 export interface IngestHandlers {
   /**
@@ -104,7 +101,7 @@ export interface IngestHandlers {
    * The publish sends media onair takes: hand it to its stream (its session row is written
    * meanwhile; its readers keep receiving). A refusal disconnects it.
    */
-  onPublishStart(publisherId: string, streamKey: string, protocol: IngestProtocol): Promise<Refusal | undefined>;
+  onPublishStart(publisherId: string, streamKey: string, protocol: IngestProtocol): Promise<PublishRefusal | undefined>;
   /** The publisher left, or (`refusal`) was refused for what it sent after its start. */
   onPublishEnd(publisherId: string, refusal?: string): void;
 }
@@ -231,14 +228,14 @@ export class RtmpIngest {
   }
 
   /** Disconnects a publisher at once (suspend, delete, a dead pipeline), telling it why when there is a reason. */
-  disconnect(publisherId: string, refusal?: Refusal): void {
+  disconnect(publisherId: string, refusal?: PublishRefusal): void {
     // The publish ends now, not when its socket has closed (a publisher may take its time to
     // hang up, a half-open one never does): its readers get end-of-stream and the handlers hear
     // of it before anything else happens, a newer publisher's start included.
     const publish = this.endPublish(publisherId);
     if (!publish) return;
     this.publishEnded(publisherId);
-    if (refusal) publish.connection.closeWithStatus(refusal.status, refusal.reason);
+    if (refusal) publish.connection.closeWithStatus(rtmpRefusalStatus(refusal), refusal.reason);
     else publish.connection.close();
   }
 
@@ -262,16 +259,17 @@ export class RtmpIngest {
     const id = randomBytes(6).toString("hex");
     let admission: Admission;
     try {
-      admission = key === undefined ? { refusal: badName(`publish to ${INGEST_APP}/<stream key> only`) } : this.handlers.admit(key, id);
+      admission = key === undefined ? { refusal: refusePublish("unknown", `publish to ${INGEST_APP}/<stream key> only`) } : this.handlers.admit(key, id);
     } catch (err) {
       this.log.error({ err, publisherId: id }, "could not decide on a publish");
-      admission = { refusal: rejected("internal error on the server: reconnect later") };
+      admission = { refusal: refusePublish("unavailable", "internal error on the server: reconnect later") };
     }
     if ("refusal" in admission) {
       const { refusal } = admission;
+      const status = rtmpRefusalStatus(refusal);
       // The key itself is a secret: never logged.
-      this.log.info({ publisherId: id, ip: connection.remoteAddress, reason: refusal.reason, status: refusal.status }, "publish refused");
-      return { ok: false, code: refusal.status, description: refusal.reason };
+      this.log.info({ publisherId: id, ip: connection.remoteAddress, reason: refusal.reason, status }, "publish refused");
+      return { ok: false, code: status, description: refusal.reason };
     }
     const publish: Publish = {
       streamKey: key!,
@@ -290,7 +288,7 @@ export class RtmpIngest {
     if (holder) {
       const holderId = this.idOf(holder);
       this.log.warn({ publisherId: id, replaced: holderId, ip: connection.remoteAddress }, "a new publisher takes over the stream: the previous one is disconnected");
-      if (holderId !== undefined) this.disconnect(holderId, rejected("replaced by a newer publisher of this stream"));
+      if (holderId !== undefined) this.disconnect(holderId, refusePublish("unavailable", "replaced by a newer publisher of this stream"));
     }
     this.publishes.set(id, publish);
     this.sources.set(publish.alias, publish);
@@ -423,16 +421,16 @@ export class RtmpIngest {
       (refusal) => this.started(id, publish, refusal),
       (err: unknown) => {
         this.log.error({ err, publisherId: id }, "could not start a publish");
-        this.started(id, publish, rejected("internal error on the server: reconnect later"));
+        this.started(id, publish, refusePublish("unavailable", "internal error on the server: reconnect later"));
       },
     );
   }
 
-  private started(id: string, publish: Publish, refusal: Refusal | undefined): void {
+  private started(id: string, publish: Publish, refusal: PublishRefusal | undefined): void {
     // Gone meanwhile: the handlers heard of its end already.
     if (this.publishes.get(id) !== publish) return;
     if (refusal) {
-      this.log.info({ publisherId: id, ip: publish.connection.remoteAddress, reason: refusal.reason, status: refusal.status }, "publish refused");
+      this.log.info({ publisherId: id, ip: publish.connection.remoteAddress, reason: refusal.reason, status: rtmpRefusalStatus(refusal) }, "publish refused");
       return this.disconnect(id, refusal);
     }
     publish.started = true;
@@ -444,7 +442,7 @@ export class RtmpIngest {
     if (!publish) return;
     this.log.warn({ publisherId: id, ip: publish.connection.remoteAddress, reason }, "publish refused");
     this.publishEnded(id, reason);
-    publish.connection.closeWithStatus(rejected(reason).status, reason);
+    publish.connection.closeWithStatus("NetStream.Publish.Rejected", reason);
   }
 
   /** An admitted publish is over (whether or not it started): the handlers let go of it. */

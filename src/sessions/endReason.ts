@@ -1,4 +1,4 @@
-import { badName, rejected, type Refusal } from "../ingest";
+import { refusePublish, type PublishRefusal } from "../shapes";
 import type { ProcessEnd } from "../media";
 
 // Why a live session ended, as the session's endReason, the log and its publisher hear it.
@@ -26,13 +26,13 @@ export function describeEnd(reason: EndReason, detail?: string): string {
 }
 
 /** What a publisher disconnected by the session's end is told. */
-export function refusalFor(reason: EndReason, detail: string | undefined, streamId: string): Refusal | undefined {
-  if (reason === "suspended") return badName(`stream ${streamId} is suspended`);
-  if (reason === "deleted") return badName(`stream ${streamId} was deleted`);
+export function refusalFor(reason: EndReason, detail: string | undefined, streamId: string): PublishRefusal | undefined {
+  if (reason === "suspended") return refusePublish("suspended", `stream ${streamId} is suspended`);
+  if (reason === "deleted") return refusePublish("unknown", `stream ${streamId} was deleted`);
   if (reason === "publisher left" || reason === "media refused") return undefined;
   // What went wrong inside the server (paths, SQL) stays in endReason and the log.
-  if (reason === "internal error" || reason === "storage unavailable") return rejected(`${reason} on the server: reconnect later`);
-  return rejected(describeEnd(reason, detail));
+  if (reason === "internal error" || reason === "storage unavailable") return refusePublish("unavailable", `${reason} on the server: reconnect later`);
+  return refusePublish("unavailable", describeEnd(reason, detail));
 }
 
 /** ffmpeg's exit, for an end reason: no stderr, which would carry the source url and its key. */

@@ -3,9 +3,9 @@ import path from "node:path";
 import type { LiveControl, StreamNotice } from "./control";
 import type { StreamKeyIndex } from "./streamKeys";
 import { endOrphanedSession, type OrphanDeps } from "./orphans";
-import type { IngestProtocol, LiveRates } from "../shapes";
+import { refusePublish, type IngestProtocol, type LiveRates, type PublishRefusal } from "../shapes";
 import { NodesRepository, type ControlState, type Lease, type SessionRecord, type Sql, type StreamRecord } from "../db";
-import { badName, rejected, type Admission, type IngestHandlers, type Refusal } from "../ingest";
+import type { Admission, IngestHandlers } from "../ingest";
 import { endPlaylists } from "../media";
 import { PipelineBreaker } from "./breaker";
 import { realClock, type Clock } from "./clock";
@@ -35,7 +35,7 @@ export type SessionManagerDeps = Omit<StreamRuntimeDeps, "ffmpegPath" | "streamT
    * reconnect) is relayed to that node, which continues its session; absent: refused.
    */
   relay?: {
-    start(publisherId: string, stream: StreamRecord, holder: string): Promise<Refusal | undefined>;
+    start(publisherId: string, stream: StreamRecord, holder: string): Promise<PublishRefusal | undefined>;
     /** The publisher left: whether it was relayed. */
     stop(publisherId: string): boolean;
     stopAll(): void;
@@ -81,17 +81,18 @@ export class SessionManager implements IngestHandlers, LiveControl {
   }
 
   /** Whether a publish of this key may go on now, and its stream. */
-  private decide(streamKey: string, publisherId: string): { refusal: Refusal } | { stream: StreamRecord } {
-    const refuse = (refusal: Refusal) => ({ refusal });
-    if (this.shuttingDown) return refuse(rejected("the server is shutting down: reconnect in a moment"));
-    if (!this.deps.ffmpegPath) return refuse(rejected("ffmpeg is not available on this server"));
+  private decide(streamKey: string, publisherId: string): { refusal: PublishRefusal } | { stream: StreamRecord } {
+    const refuse = (refusal: PublishRefusal) => ({ refusal });
+    // The key first, whatever else holds: a wrong key is the encoder's to fix, not to retry.
     const stream = this.deps.keys.lookup(streamKey);
-    if (!stream) return refuse(badName("unknown stream key"));
-    if (stream.suspended) return refuse(badName(`stream ${stream.id} is suspended`));
+    if (!stream) return refuse(refusePublish("unknown", "unknown stream key"));
+    if (stream.suspended) return refuse(refusePublish("suspended", `stream ${stream.id} is suspended`));
+    if (this.shuttingDown) return refuse(refusePublish("unavailable", "the server is shutting down: reconnect in a moment"));
+    if (!this.deps.ffmpegPath) return refuse(refusePublish("unavailable", "ffmpeg is not available on this server"));
     // After the key: a stranger's publishes do not get to make this server write to disk.
-    if (this.deps.storageProblem()) return refuse(rejected("storage unavailable on the server: reconnect later"));
+    if (this.deps.storageProblem()) return refuse(refusePublish("unavailable", "storage unavailable on the server: reconnect later"));
     const broken = this.breaker.refusal(stream.id, this.clock.now());
-    if (broken) return refuse(rejected(broken));
+    if (broken) return refuse(refusePublish("unavailable", broken));
     // A stream with an open session (live, or waiting in its reconnect window) keeps its
     // place: a reconnect or a new publisher replacing the old one is not counted again.
     if (this.byStream.has(stream.id) || this.isOpening(stream.id)) return { stream };
@@ -99,11 +100,11 @@ export class SessionManager implements IngestHandlers, LiveControl {
     const max = this.deps.maxLiveStreamsPerUser;
     if (max !== undefined) {
       const live = new Set(holding.filter((s) => s.userId === stream.userId).map((s) => s.id)).size;
-      if (live >= max) return refuse(rejected(`user ${stream.userId} already has ${live} live streams, the limit (MAX_LIVE_STREAMS_PER_USER=${max})`));
+      if (live >= max) return refuse(refusePublish("unavailable", `user ${stream.userId} already has ${live} live streams, the limit (MAX_LIVE_STREAMS_PER_USER=${max})`));
     }
     const used = holding.reduce((sum, s) => sum + ladderCost(s.profiles), 0);
     const full = refuseForCapacity(ladderCost(stream.profiles), used, this.budget);
-    if (full) return refuse(rejected(full));
+    if (full) return refuse(refusePublish("unavailable", full));
     return { stream };
   }
 
@@ -125,16 +126,14 @@ export class SessionManager implements IngestHandlers, LiveControl {
 
   /**
    * Whether a publish of this key would be taken now, for protocols that answer over HTTP
-   * (WHIP): the same decision as an RTMP publish's, as a status. A stream live on this node
+   * (WHIP): the same decision as an RTMP publish's, which the edge words as an HTTP status. A stream live on this node
    * is taken over by the new publisher, as with RTMP; one held by another node is relayed there
    * (its bridge's publish is, as an RTMP publish would be), or a 409 without relays.
    */
-  async checkPublish(streamKey: string, holder: string): Promise<{ stream: StreamRecord } | { status: 401 | 403 | 409 | 503; reason: string }> {
-    const indexed = this.deps.keys.lookup(streamKey);
-    if (!indexed) return { status: 401, reason: "unknown stream key" };
-    if (indexed.suspended) return { status: 403, reason: `stream ${indexed.id} is suspended` };
+  async checkPublish(streamKey: string, holder: string): Promise<{ stream: StreamRecord } | { refusal: PublishRefusal }> {
     const decision = this.decide(streamKey, holder);
-    if ("refusal" in decision) return { status: 503, reason: decision.refusal.reason };
+    if ("refusal" in decision) return decision;
+    const indexed = decision.stream;
     // Its place is held while the lease is looked at, and from the answer to its bridge's publish.
     this.pending.set(holder, decision.stream);
     if (this.deps.relay) return decision;
@@ -144,7 +143,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
     });
     if (leaseHolder !== undefined && leaseHolder !== this.deps.nodeId) {
       this.pending.delete(holder);
-      return { status: 409, reason: `stream ${indexed.id} is live on another node (${leaseHolder})` };
+      return { refusal: refusePublish("elsewhere", `stream ${indexed.id} is live on another node (${leaseHolder})`) };
     }
     return decision;
   }
@@ -154,14 +153,14 @@ export class SessionManager implements IngestHandlers, LiveControl {
     this.pending.delete(holder);
   }
 
-  async onPublishStart(publisherId: string, streamKey: string, protocol: IngestProtocol = "rtmp"): Promise<Refusal | undefined> {
+  async onPublishStart(publisherId: string, streamKey: string, protocol: IngestProtocol = "rtmp"): Promise<PublishRefusal | undefined> {
     // Admitted at the publish command; its first video tag came since, and with it perhaps a
     // suspend, a delete or a cap reached: ask again.
     const decision = this.decide(streamKey, publisherId);
     this.pending.delete(publisherId);
     if ("refusal" in decision) return decision.refusal;
     const { stream } = decision;
-    if (this.isOpening(stream.id)) return rejected("another publisher of this stream is starting: reconnect in a moment");
+    if (this.isOpening(stream.id)) return refusePublish("unavailable", "another publisher of this stream is starting: reconnect in a moment");
     const current = this.byStream.get(stream.id);
     if (!current) return this.begin(stream, publisherId, protocol);
 
@@ -186,7 +185,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
       })
       .catch((err: unknown) => {
         this.deps.log.error({ err, streamId: stream.id, publisherId }, "could not start the next session: publisher disconnected");
-        this.deps.disconnectPublisher(publisherId, rejected("internal error on the server: reconnect later"));
+        this.deps.disconnectPublisher(publisherId, refusePublish("unavailable", "internal error on the server: reconnect later"));
       });
     return undefined;
   }
@@ -195,7 +194,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
    * Opens the stream's session for the publisher: the stream read afresh (the key index may lag
    * a change of its settings) and the session row written. The stream's place is held meanwhile.
    */
-  private async begin(indexed: StreamRecord, publisherId: string, protocol: IngestProtocol): Promise<Refusal | undefined> {
+  private async begin(indexed: StreamRecord, publisherId: string, protocol: IngestProtocol): Promise<PublishRefusal | undefined> {
     const refusal = await this.open(indexed, publisherId, protocol);
     // Refused: its departure, if it left meanwhile, concerns nothing any more.
     if (refusal) this.departed.delete(publisherId);
@@ -203,7 +202,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
   }
 
   /** begin's work: the lease, the sessions a lost node left, the runtime. */
-  private async open(indexed: StreamRecord, publisherId: string, protocol: IngestProtocol): Promise<Refusal | undefined> {
+  private async open(indexed: StreamRecord, publisherId: string, protocol: IngestProtocol): Promise<PublishRefusal | undefined> {
     const streamId = indexed.id;
     this.opening.set(publisherId, indexed);
     let runtime: StreamRuntime;
@@ -213,15 +212,15 @@ export class SessionManager implements IngestHandlers, LiveControl {
       // The control count as the publish arrived: a terminate stored from now on ends this session.
       const controlSeq = (await store.nodes.controlStates([streamId]))[0]?.controlSeq ?? 0;
       const stream = await store.streams.get(streamId);
-      if (!stream || stream.suspended) return stream ? badName(`stream ${stream.id} is suspended`) : badName("unknown stream key");
+      if (!stream || stream.suspended) return stream ? refusePublish("suspended", `stream ${stream.id} is suspended`) : refusePublish("unknown", "unknown stream key");
       // One node runs a stream at a time: its lease, taken here with a new epoch, renewed by the
       // heartbeat. The user's live streams on every node count against their cap.
       await this.released.get(streamId);
       const max = this.deps.maxLiveStreamsPerUser;
       const claim = await store.nodes.claimStream(streamId, nodeId, this.deps.leaseMs, max === undefined ? undefined : { userId: stream.userId, max });
       if (!claim.taken) {
-        if ("liveStreams" in claim) return rejected(`user ${stream.userId} already has ${claim.liveStreams} live streams, the limit (MAX_LIVE_STREAMS_PER_USER=${max})`);
-        if (!this.deps.relay) return rejected(`stream ${streamId} is live on another node (${claim.holder}): reconnect in a moment`);
+        if ("liveStreams" in claim) return refusePublish("unavailable", `user ${stream.userId} already has ${claim.liveStreams} live streams, the limit (MAX_LIVE_STREAMS_PER_USER=${max})`);
+        if (!this.deps.relay) return refusePublish("elsewhere", `stream ${streamId} is live on another node (${claim.holder}): reconnect in a moment`);
         const refusal = await this.deps.relay.start(publisherId, stream, claim.holder);
         // It left while the relay was being set up.
         if (!refusal && this.departed.delete(publisherId)) this.deps.relay.stop(publisherId);
@@ -231,7 +230,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
       // Suspended or deleted since it was read: as the take saw it, nothing opens.
       if (claim.suspended || claim.deleted) {
         await store.nodes.releaseStream(claim.lease);
-        return badName(claim.deleted ? "unknown stream key" : `stream ${stream.id} is suspended`);
+        return claim.deleted ? refusePublish("unknown", "unknown stream key") : refusePublish("suspended", `stream ${stream.id} is suspended`);
       }
       // The lease was free or ran out: a session still open elsewhere belongs to a node that
       // is gone. It ends now (once, whichever node gets there first), before this one opens.
@@ -250,7 +249,7 @@ export class SessionManager implements IngestHandlers, LiveControl {
       // the stream back (a lease held with no session would count against the user's cap).
       this.deps.log.error({ err, streamId, publisherId }, "could not start a live session: publish refused");
       if (lease) await this.deps.store.nodes.releaseStream(lease).catch(() => undefined);
-      return rejected("storage unavailable: the session could not be recorded");
+      return refusePublish("unavailable", "storage unavailable: the session could not be recorded");
     } finally {
       this.opening.delete(publisherId);
     }

@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Writable } from "node:stream";
 import { LeaseLost, type Lease, type SessionRecord, type Store, type StreamRecord, type Tx } from "../db";
 import type { EventSink } from "../events";
-import { rejected, type PublisherStats, type Refusal } from "../ingest";
+import type { PublisherStats } from "../ingest";
 import type { Logger } from "../log";
 import { PART_SECONDS, type HlsSegment, type LiveHls } from "../hls";
 import type { LiveFeed, RealtimeFeeds } from "../realtime";
@@ -20,7 +20,7 @@ import {
   type ProcessRegistry,
   type StoredSegment,
 } from "../media";
-import type { IngestProtocol, LiveRates, Rendition } from "../shapes";
+import { refusePublish, type IngestProtocol, type LiveRates, type PublishRefusal, type Rendition } from "../shapes";
 import type { LiveSessionMetrics, Metrics } from "../metrics";
 import { realClock, type Clock, type ClockTimer } from "./clock";
 import { describeEnd, describeExit, FAILED_ENDS, refusalFor, type EndReason } from "./endReason";
@@ -56,7 +56,7 @@ export interface StreamRuntimeDeps {
   /** Where live sessions' frames are found by WebRTC playback; none: HLS only. */
   realtime?: RealtimeFeeds;
   /** Disconnects a publisher, telling it why when there is a refusal. */
-  disconnectPublisher(publisherId: string, refusal?: Refusal): void;
+  disconnectPublisher(publisherId: string, refusal?: PublishRefusal): void;
   observers: LiveSessionObserver[];
   /** Live sessions, transcode speed, ingest bitrate, pipeline failures (GET /metrics). */
   metrics?: Pick<Metrics, "liveSessionStarted" | "restarts">;
@@ -268,7 +268,7 @@ export class StreamRuntime {
     // The ingest detaches a replaced publisher first; should one still be here, it is let go
     // without going idle: the new one carries the session on.
     const previous = this.publisherId;
-    if (previous !== undefined && previous !== publisherId) this.deps.disconnectPublisher(previous, rejected("replaced by a newer publisher of this stream"));
+    if (previous !== undefined && previous !== publisherId) this.deps.disconnectPublisher(previous, refusePublish("unavailable", "replaced by a newer publisher of this stream"));
     this.newPublisher(publisherId);
     this.restarts.recovered();
     this.log.info({ publisherId, afterWindow: waited }, "a publisher is back: the session continues");

@@ -4,7 +4,11 @@ import type { Logger } from "../../log";
 import type { ProcessRegistry } from "../../media";
 import type { BridgeTickets } from "../bridges";
 import { OfferError, restrictOffer } from "../../webrtc";
+import type { PublishRefusal, PublishRefusalKind } from "../../shapes";
 import { PublishEnded, WhipPublish, type WhipPeerSettings } from "./whipPublish";
+
+/** The one admission's refusals as WHIP's HTTP statuses (an RTMP publisher hears them as onStatus codes). */
+export const WHIP_REFUSAL_STATUS: Record<PublishRefusalKind, number> = { unknown: 401, suspended: 403, elsewhere: 409, unavailable: 503 };
 
 /** A WHIP request onair refuses: its HTTP status and why. */
 export class WhipRefusal extends Error {
@@ -21,7 +25,7 @@ export interface WhipIngestDeps {
    * The admission every protocol shares (SessionManager.checkPublish); an admitted publish
    * holds its place under `holder` (caps, capacity) until `release(holder)`.
    */
-  check(streamKey: string, holder: string): Promise<{ stream: { id: string; playbackId: string | null } } | { status: number; reason: string }>;
+  check(streamKey: string, holder: string): Promise<{ stream: { id: string; playbackId: string | null } } | { refusal: PublishRefusal }>;
   release(holder: string): void;
   tickets: BridgeTickets;
   registry: ProcessRegistry;
@@ -76,7 +80,7 @@ export class WhipIngest {
     const id = randomBytes(18).toString("base64url");
     const holder = `whip:${id}`;
     const decision = await deps.check(streamKey, holder);
-    if ("reason" in decision) throw new WhipRefusal(decision.status, decision.reason);
+    if ("refusal" in decision) throw new WhipRefusal(WHIP_REFUSAL_STATUS[decision.refusal.kind], decision.refusal.reason);
     const offer = (() => {
       try {
         return restrictOffer(offerText());
