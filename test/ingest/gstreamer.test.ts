@@ -66,6 +66,8 @@ async function get(url: string): Promise<Buffer> {
 }
 
 interface Gst {
+  /** Its exit, once it has come (code, signal and what it printed). */
+  readonly ended: { code: number | null; signal: NodeJS.Signals | null; stderr: string } | undefined;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>;
   /** Ends this gst-launch-1.0 (by its own handle) if it still runs, and waits for it. */
   stop(): Promise<void>;
@@ -76,8 +78,12 @@ function publishWithGstreamer(url: string, opts: Parameters<typeof gstPublishArg
   const child = spawn(GST_LAUNCH, gstPublishArgs(url, opts), { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
   child.stderr!.on("data", (c: Buffer) => (stderr += c.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve) => child.once("close", (code, signal) => resolve({ code, signal, stderr })));
+  let ended: Gst["ended"];
+  const exited = new Promise<NonNullable<Gst["ended"]>>((resolve) => child.once("close", (code, signal) => resolve((ended = { code, signal, stderr }))));
   return {
+    get ended() {
+      return ended;
+    },
     exited,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
@@ -118,7 +124,10 @@ describe.each([
       ...(scheme === "rtmps" ? { tlsValidationFlags: SELF_SIGNED_OK } : {}),
     });
     try {
-      await waitFor("the stream live", async () => (await api("GET", `/stream/${stream.id}`)).isActive === true, 20_000);
+      await waitFor("the stream live", async () => {
+        if (gst.ended) throw new Error(`gst-launch-1.0 ended before the stream went live: ${JSON.stringify(gst.ended)}`);
+        return (await api("GET", `/stream/${stream.id}`)).isActive === true;
+      }, 20_000);
 
       const masterUrl = `https://127.0.0.1:${t.server.port}/hls/${stream.playbackId}/index.m3u8`;
       const master = HLS.parse((await get(masterUrl)).toString()) as HLS.types.MasterPlaylist;
