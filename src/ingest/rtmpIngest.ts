@@ -242,8 +242,15 @@ export class RtmpIngest {
   async close(): Promise<void> {
     this.closing = true;
     clearInterval(this.sweepTimer);
+    // E-RTMP publishers that said they can (capsEx) are asked to reconnect at once, to this
+    // address: behind a load balancer another node takes them now, not after the encoder's
+    // back-off. The request goes out before their socket closes.
+    const asked = [...this.publishes.values()].map((p) => p.connection).filter((c) => c.requestReconnect(undefined, "this server is shutting down: reconnect"));
+    for (const connection of asked) connection.closeAfterSent();
+    if (asked.length > 0) this.log.info({ publishers: asked.length }, "asked E-RTMP publishers to reconnect");
     // A shutdown is not the publishers' leaving: the session manager ends its sessions itself.
     for (const id of [...this.publishes.keys()]) this.endPublish(id);
+    await Promise.all(asked.map((c) => c.closed));
     for (const set of this.waiting.values()) for (const w of set) clearTimeout(w.timer);
     this.waiting.clear();
     const servers = this.servers.splice(0);

@@ -256,6 +256,12 @@ export class RtmpServerConnection {
     this.apply(endPublishWithStatus(this.state, code, description));
   }
 
+  /** Closes once what is written has gone out (a reconnect request, say); a publish under way ends with reason "closed". */
+  closeAfterSent(): void {
+    this.closeReason ??= { kind: "closed" };
+    this.closeAfterFlush();
+  }
+
   /** Drops the connection; a publish under way ends with reason "closed". */
   close(): void {
     this.drop({ kind: "closed" }, "closed by the server");

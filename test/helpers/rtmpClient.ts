@@ -379,6 +379,8 @@ export interface RtmpPublisherOptions {
   chunkSize?: number;
   /** The connect command's flashVer. */
   flashVer?: string;
+  /** E-RTMP capsEx in the connect command (1: reconnect requests); left out unless set, as a legacy client does. */
+  capsEx?: number;
 }
 
 /** rtmp://host[:port]/app/streamName, the stream name taken verbatim (query string and all). */
@@ -563,6 +565,7 @@ export class RtmpPublisher {
       type: "nonprivate",
       flashVer: this.options.flashVer ?? "FMLE/3.0 (compatible; onair-test)",
       tcUrl: this.target.tcUrl,
+      ...(this.options.capsEx !== undefined ? { capsEx: this.options.capsEx } : {}),
     });
     if (!connected.ok) throw new Error(`connect refused: ${JSON.stringify(connected.values)}`);
     const created = await this.call(deadline, "createStream", null);
