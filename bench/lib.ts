@@ -15,6 +15,17 @@ export function positiveIntFromEnv(name: string, fallback: number, max = Number.
   return n;
 }
 
+/** A comma-separated list of positive integers (BENCH_*, e.g. "1,4,8"), or the fallback when unset. */
+export function positiveIntListFromEnv(name: string, fallback: number[], max = Number.MAX_SAFE_INTEGER): number[] {
+  const raw = process.env[name];
+  if (raw === undefined || raw.trim() === "") return fallback;
+  return raw.split(",").map((part, i) => {
+    const n = Number(part.trim());
+    if (!Number.isInteger(n) || n <= 0 || n > max) throw new Error(`${name} must be a comma-separated list of integers from 1 to ${max}, got "${raw}" (item ${i + 1})`);
+    return n;
+  });
+}
+
 const CLK_TCK = (() => {
   const n = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout);
   return Number.isInteger(n) && n > 0 ? n : 100;
@@ -111,11 +122,14 @@ export class Child {
     readonly name: string,
     command: string,
     args: string[],
-    opts: { cwd?: string; env?: NodeJS.ProcessEnv; onStdout?(line: string): void; onStderr?(line: string): void } = {},
+    opts: { cwd?: string; env?: NodeJS.ProcessEnv; onStdout?(line: string): void; onStdoutData?(chunk: Buffer): void; onStderr?(line: string): void } = {},
   ) {
-    this.proc = spawn(command, args, { cwd: opts.cwd, env: opts.env, stdio: ["ignore", opts.onStdout ? "pipe" : "ignore", "pipe"] });
+    const piped = opts.onStdout !== undefined || opts.onStdoutData !== undefined;
+    this.proc = spawn(command, args, { cwd: opts.cwd, env: opts.env, stdio: ["ignore", piped ? "pipe" : "ignore", "pipe"] });
     running.add(this);
     if (opts.onStdout) readline.createInterface({ input: this.proc.stdout! }).on("line", (line) => opts.onStdout!(line));
+    // Binary output (an FLV on pipe:1), chunk by chunk as it comes.
+    if (opts.onStdoutData) this.proc.stdout!.on("data", (chunk: Buffer) => opts.onStdoutData!(chunk));
     readline.createInterface({ input: this.proc.stderr! }).on("line", (line) => {
       this.tail.push(line);
       if (this.tail.length > 12) this.tail.shift();
