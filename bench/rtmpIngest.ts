@@ -44,11 +44,13 @@ const range = (n: number) => Array.from({ length: n }, (_, i) => i);
 
 let server: ServerProcess | undefined;
 const clients = new Set<TestPublisher>();
+const workDir = fs.mkdtempSync(path.join(os.tmpdir(), "onair-bench-rtmp-"));
 exitOnSignal(() => {
   for (const c of clients) c.close();
   for (const c of running) c.signal("SIGKILL");
   killPids(childPids(server?.pid));
   void server?.kill();
+  fs.rmSync(workDir, { recursive: true, force: true });
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -304,7 +306,6 @@ function row(form: Form, n: number, onair: Round, relay: Round): string[] {
 }
 
 async function main(): Promise<void> {
-  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), "onair-bench-rtmp-"));
   const rows: string[][] = [];
   let relay: Child | undefined;
   try {
