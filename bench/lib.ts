@@ -60,6 +60,14 @@ export function processCpuSeconds(pid: number): number | undefined {
   return processStat(pid)?.cpu;
 }
 
+/** CPU seconds the whole machine has been busy, all cores (/proc/stat: everything but idle and iowait). */
+export function machineBusySeconds(): number {
+  const f = fs.readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+  // user nice system idle iowait irq softirq steal; guest time is counted in user already
+  const busy = (f[0] ?? 0) + (f[1] ?? 0) + (f[2] ?? 0) + (f[5] ?? 0) + (f[6] ?? 0) + (f[7] ?? 0);
+  return busy / CLK_TCK;
+}
+
 export function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const mid = Math.floor(s.length / 2);

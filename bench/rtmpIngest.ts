@@ -17,7 +17,9 @@
 //   CPU        the server's own process (onair: the Node process; its ffmpeg children apart);
 //   Mbit/s     bytes the server read from its RTMP sockets (tcp_info bytes_received, `ss`);
 //   CPU-s/Mbit CPU seconds per Mbit ingested, i.e. cores per Mbit/s; "× relay" is onair's
-//              figure over the bare relay's from the same N and form.
+//              figure over the bare relay's from the same N and form;
+//   others     the CPU the rest of the machine took meanwhile (the publishers, this bench,
+//              anything else on a shared host), % of one core: a high figure marks a noisy round.
 // Settings: BENCH_RTMP_STREAMS (1,4,8), BENCH_RTMP_WINDOW seconds (15).
 
 import { spawnSync } from "node:child_process";
@@ -27,7 +29,7 @@ import path from "node:path";
 import { decodeAmf0, encodeAudioTag, encodeVideoTag, FlvReader, readAudioTag, readVideoTag, type AudioTag, type FlvTag, type VideoTag } from "../src/rtmp";
 import { RtmpPublisher as TestPublisher } from "../test/helpers/rtmpClient";
 import { startServerProcess, type ServerProcess } from "../test/helpers/serverProcess";
-import { Child, childPids, exitOnSignal, ffmpegVersion, fixed, formatTable, killPids, makeClip, positiveIntFromEnv, positiveIntListFromEnv, processCpuSeconds, running, stopServerProcess } from "./lib";
+import { Child, childPids, exitOnSignal, ffmpegVersion, fixed, formatTable, killPids, machineBusySeconds, makeClip, positiveIntFromEnv, positiveIntListFromEnv, processCpuSeconds, running, stopServerProcess } from "./lib";
 
 const FFMPEG = process.env.FFMPEG_PATH || "ffmpeg";
 const ROOT = path.resolve(__dirname, "..");
@@ -218,6 +220,8 @@ interface Sample {
   children: Map<number, number>;
   /** tcp_info bytes_received of each connection on the server's RTMP port, by peer address. */
   received: Map<string, number>;
+  /** CPU seconds the whole machine has been busy (/proc/stat: all but idle and iowait). */
+  machine: number;
 }
 
 /** bytes_received of the established connections whose local port is `port` (`ss -ti`: an address line, then its info line). */
@@ -245,7 +249,7 @@ function sample(side: Side): Sample {
     const cpu = processCpuSeconds(pid);
     if (cmd.includes("ffmpeg") && cpu !== undefined) children.set(pid, cpu);
   }
-  return { at: performance.now(), cpu: processCpuSeconds(side.pid) ?? NaN, children, received: socketBytes(side.rtmpPort) };
+  return { at: performance.now(), cpu: processCpuSeconds(side.pid) ?? NaN, children, received: socketBytes(side.rtmpPort), machine: machineBusySeconds() };
 }
 
 interface Round {
@@ -255,6 +259,8 @@ interface Round {
   cpu: number;
   childrenCpu: number;
   mbps: number;
+  /** Cores the rest of the machine took meanwhile: the publishers, this bench, other work on a shared host. */
+  others: number;
 }
 
 function between(a: Sample, b: Sample): Omit<Round, "accepted" | "playable"> {
@@ -263,7 +269,8 @@ function between(a: Sample, b: Sample): Omit<Round, "accepted" | "playable"> {
   for (const [pid, cpu] of b.children) childrenCpu += cpu - (a.children.get(pid) ?? cpu);
   let bytes = 0;
   for (const [peer, n] of b.received) bytes += n - (a.received.get(peer) ?? 0);
-  return { cpu: (b.cpu - a.cpu) / seconds, childrenCpu: childrenCpu / seconds, mbps: (bytes * 8) / 1e6 / seconds };
+  const cpu = (b.cpu - a.cpu) / seconds;
+  return { cpu, childrenCpu: childrenCpu / seconds, mbps: (bytes * 8) / 1e6 / seconds, others: (b.machine - a.machine) / seconds - cpu - childrenCpu / seconds };
 }
 
 async function measure(side: Side, form: Form, n: number, clip: string): Promise<Round> {
@@ -302,6 +309,7 @@ function row(form: Form, n: number, onair: Round, relay: Round): string[] {
     fixed((relay.cpu / n) * 100, 2),
     fixed(perMbit(relay), 4),
     fixed(perMbit(onair) / perMbit(relay), 2),
+    `${fixed(onair.others * 100, 0)} / ${fixed(relay.others * 100, 0)}`,
   ];
 }
 
@@ -329,7 +337,7 @@ async function main(): Promise<void> {
   console.log(`RTMP ingest, N concurrent publishers on passthrough streams: ${WINDOW_S} s windows, ${os.cpus().length} cores, ${ffmpegVersion(FFMPEG)}`);
   console.log("each publisher: 720p30 H.264 2.5 Mbit/s + AAC 128 kbit/s, copied from a clip; the bare relay is the baseline, measured at the same N and form in this run\n");
   console.log(formatTable(
-    ["form", "N", "accepted", "playable", "onair Mbit/s", "onair CPU %/stream", "onair ffmpeg %/stream", "onair CPU-s/Mbit", "relay accepted", "relay Mbit/s", "relay CPU %/stream", "relay CPU-s/Mbit", "CPU-s/Mbit × relay"],
+    ["form", "N", "accepted", "playable", "onair Mbit/s", "onair CPU %/stream", "onair ffmpeg %/stream", "onair CPU-s/Mbit", "relay accepted", "relay Mbit/s", "relay CPU %/stream", "relay CPU-s/Mbit", "CPU-s/Mbit × relay", "others % onair/relay"],
     rows,
   ));
 }
