@@ -11,6 +11,7 @@ export {
   type RefusalStatus,
 } from "./rtmpIngest";
 export { FlvPipeReader } from "./flvPipe";
+export { Mp4PipeReader } from "./mp4Pipe";
 export { isVideoKeyframe, PublishStats, type PublishStatsView } from "./publishStats";
 export { BridgeTickets, connectionOfProcess, type BridgedPublish, type TicketConnection } from "./bridges";
 export * from "./webrtc";

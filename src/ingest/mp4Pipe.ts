@@ -1,0 +1,244 @@
+import type { Writable } from "node:stream";
+import { fragment, initSegment, type Mp4Track } from "../mp4";
+import { Amf0EcmaArray, decodeAmf0, isAmf0Object, readAudioTag, readVideoTag, type Amf0Value, type VideoFourCc } from "../rtmp";
+import type { RelayedMedia, SourceReader } from "./liveSource";
+
+// The pipe of a publish whose video ffmpeg's FLV reader does not know (HEVC, AV1 over Enhanced
+// RTMP; ffmpeg 5.1 reads neither from FLV): the same messages as fragmented MP4, which it reads
+// with `-f mov -i pipe:0`. One init segment when the first keyframe comes, then one fragment per
+// frame, so nothing waits for a group of pictures: the pipe carries each frame as it arrives.
+
+/** The video track's clock: 90 kHz, as usual for video, so milliseconds convert exactly. */
+export const VIDEO_TIMESCALE = 90_000;
+const VIDEO_TRACK = 1;
+const AUDIO_TRACK = 2;
+/** The first video sample's duration, having no previous one to measure from: a 30 fps frame. */
+const DEFAULT_VIDEO_DURATION = VIDEO_TIMESCALE / 30;
+/** The first AAC sample's duration: one AAC frame is 1024 samples. */
+const AAC_FRAME_SAMPLES = 1024;
+
+/** ISO/IEC 14496-3 Table 1.18, by samplingFrequencyIndex (13 and 14 reserved, 15 explicit). */
+const AAC_RATES = [96000, 88200, 64000, 48000, 44100, 32000, 24000, 22050, 16000, 12000, 11025, 8000, 7350];
+
+export interface AacFacts {
+  objectType: number;
+  sampleRate: number;
+  channels: number;
+}
+
+/**
+ * What an AudioSpecificConfig says of the stream (ISO/IEC 14496-3 1.6.2.1): its object type
+ * (5 bits, 31 escaping to 32 + 6 bits), sample rate (a 4-bit index, 15 for an explicit 24-bit
+ * rate) and channel configuration (4 bits). Undefined when the bytes cannot hold them.
+ */
+export function aacConfigFacts(asc: Buffer): AacFacts | undefined {
+  let bit = 0;
+  const read = (n: number): number | undefined => {
+    if (bit + n > asc.length * 8) return undefined;
+    let value = 0;
+    for (let i = 0; i < n; i++, bit++) value = value * 2 + ((asc[bit >> 3]! >> (7 - (bit & 7))) & 1);
+    return value;
+  };
+  let objectType = read(5);
+  if (objectType === 31) objectType = 32 + (read(6) ?? NaN);
+  const index = read(4);
+  const sampleRate = index === 15 ? read(24) : index === undefined ? undefined : AAC_RATES[index];
+  const channels = read(4);
+  if (objectType === undefined || Number.isNaN(objectType) || !sampleRate || channels === undefined) return undefined;
+  return { objectType, sampleRate, channels };
+}
+
+/** Width and height from an onMetaData message, or undefined for any other data message. */
+export function metadataSize(body: Buffer): { width: number; height: number } | undefined {
+  let values: Amf0Value[];
+  try {
+    values = decodeAmf0(body);
+  } catch {
+    return undefined;
+  }
+  const [name, object] = values;
+  if (name !== "onMetaData") return undefined;
+  const entries = object instanceof Amf0EcmaArray ? object.entries : isAmf0Object(object) ? object : {};
+  const num = (key: string) => {
+    const v = Object.hasOwn(entries, key) ? entries[key] : undefined;
+    return typeof v === "number" && Number.isFinite(v) && v > 0 && v < 65536 ? Math.round(v) : 0;
+  };
+  return { width: num("width"), height: num("height") };
+}
+
+/** What one message becomes on the pipe: bytes to write, and whether the pipe must end after them. */
+export interface Mp4Output {
+  bytes: Buffer[];
+  /** Set when the stream can go on no further in this MP4 (a new decoder configuration): why. */
+  end?: string;
+}
+
+interface TrackClock {
+  /** The previous sample's decode time, in the track's timescale. */
+  last: number | undefined;
+  timescale: number;
+  firstDuration: number;
+}
+
+const NOTHING: Mp4Output = { bytes: [] };
+
+/**
+ * The publish's messages as fragmented MP4: pure, no I/O. Messages in, bytes out, in the order
+ * a pipe's reader must get them.
+ */
+export class Mp4Muxer {
+  private size = { width: 0, height: 0 };
+  private video: { codec: VideoFourCc; record: Buffer } | undefined;
+  private audio: { config: Buffer; facts: AacFacts } | undefined;
+  /** Set once the init segment is out: the tracks it declared can take samples. */
+  private clocks: Map<number, TrackClock> | undefined;
+  /** The first frame's timestamp (ms): time 0 of every track. */
+  private origin = 0;
+  private sequence = 0;
+  private ended = false;
+
+  push(media: RelayedMedia): Mp4Output {
+    if (this.ended) return NOTHING;
+    const out = media.kind === "video" ? this.onVideo(media) : media.kind === "audio" ? this.onAudio(media) : this.onData(media);
+    if (out.end !== undefined) this.ended = true;
+    return out;
+  }
+
+  /** Whether the init segment has been made (and with which tracks). */
+  get tracks(): number[] {
+    return this.clocks ? [...this.clocks.keys()] : [];
+  }
+
+  private onData(media: RelayedMedia): Mp4Output {
+    const size = metadataSize(media.body);
+    if (size) this.size = size;
+    return NOTHING;
+  }
+
+  private onVideo(media: RelayedMedia): Mp4Output {
+    let tag;
+    try {
+      tag = readVideoTag(media.body);
+    } catch {
+      return NOTHING;
+    }
+    if (tag.kind === "config") return this.videoConfig(tag.codec, tag.record);
+    if (tag.kind !== "frame" || !this.video || tag.codec !== this.video.codec) return NOTHING;
+    const head: Buffer[] = [];
+    if (!this.clocks) {
+      // Nothing before the first keyframe decodes.
+      if (!tag.keyframe) return NOTHING;
+      head.push(this.init(media.timestamp));
+    }
+    const sample = this.sample(VIDEO_TRACK, media.timestamp, tag.data, tag.keyframe, Math.round(tag.compositionMs * (VIDEO_TIMESCALE / 1000)));
+    return { bytes: sample ? [...head, sample] : head };
+  }
+
+  private videoConfig(codec: VideoFourCc, record: Buffer): Mp4Output {
+    if (!this.clocks) {
+      this.video = { codec, record };
+      return NOTHING;
+    }
+    if (this.video && this.video.codec === codec && this.video.record.equals(record)) return NOTHING;
+    // One init segment states one decoder configuration per track: a new one (a new resolution,
+    // profile or codec mid-publish) cannot follow in this MP4. The pipe ends, and the pipeline,
+    // restarted, reads the publish afresh with the new configuration in its init.
+    return { bytes: [], end: `the video decoder configuration changed (${this.video?.codec} to ${codec})` };
+  }
+
+  private onAudio(media: RelayedMedia): Mp4Output {
+    let tag;
+    try {
+      tag = readAudioTag(media.body);
+    } catch {
+      return NOTHING;
+    }
+    if (tag.kind === "config" && tag.codec === "mp4a") return this.audioConfig(tag.config);
+    if (tag.kind !== "frame" || tag.codec !== "mp4a" || !this.clocks?.has(AUDIO_TRACK)) return NOTHING;
+    const sample = this.sample(AUDIO_TRACK, media.timestamp, tag.data, true, 0);
+    return { bytes: sample ? [sample] : [] };
+  }
+
+  private audioConfig(config: Buffer): Mp4Output {
+    const facts = aacConfigFacts(config);
+    if (!facts) return NOTHING;
+    if (!this.clocks) {
+      this.audio = { config, facts };
+      return NOTHING;
+    }
+    // After the init: the same config again changes nothing; a track the init lacks cannot be
+    // added (the stream stays without sound); a different config cannot be stated, as for video.
+    if (!this.clocks.has(AUDIO_TRACK) || this.audio?.config.equals(config)) return NOTHING;
+    return { bytes: [], end: "the audio decoder configuration changed" };
+  }
+
+  private init(timestamp: number): Buffer {
+    const video = this.video!;
+    this.origin = timestamp;
+    const tracks: Mp4Track[] = [
+      { id: VIDEO_TRACK, kind: "video", codec: video.codec, config: video.record, width: this.size.width, height: this.size.height, timescale: VIDEO_TIMESCALE },
+    ];
+    this.clocks = new Map([[VIDEO_TRACK, { last: undefined, timescale: VIDEO_TIMESCALE, firstDuration: DEFAULT_VIDEO_DURATION }]]);
+    if (this.audio) {
+      const { config, facts } = this.audio;
+      tracks.push({ id: AUDIO_TRACK, kind: "audio", codec: "mp4a", config, channels: facts.channels, sampleRate: facts.sampleRate, timescale: facts.sampleRate });
+      this.clocks.set(AUDIO_TRACK, { last: undefined, timescale: facts.sampleRate, firstDuration: AAC_FRAME_SAMPLES });
+    }
+    return initSegment(tracks);
+  }
+
+  /** One sample as a fragment of its own; undefined for audio from before the first frame. */
+  private sample(trackId: number, timestamp: number, data: Buffer, keyframe: boolean, compositionOffset: number): Buffer | undefined {
+    const clock = this.clocks!.get(trackId)!;
+    const at = sampleTime(timestamp, this.origin, clock.timescale, clock.last);
+    if (at === undefined) return undefined;
+    const duration = clock.last === undefined ? clock.firstDuration : at - clock.last;
+    clock.last = at;
+    this.sequence += 1;
+    return fragment(this.sequence, [{ trackId, baseDecodeTime: at, samples: [{ duration, size: data.length, compositionOffset, keyframe, data }] }]);
+  }
+}
+
+/**
+ * A message's decode time in a track's timescale, counted from `origin` (ms). Before the origin
+ * there is no time to give it (undefined: the sample is dropped). A time at or before the track's
+ * previous one (a publisher's clock going back) is moved just after it, so decode times rise and
+ * no duration is negative.
+ */
+export function sampleTime(timestamp: number, origin: number, timescale: number, last: number | undefined): number | undefined {
+  if (timestamp < origin) return last === undefined ? undefined : last + 1;
+  const at = Math.round(((timestamp - origin) * timescale) / 1000);
+  return last !== undefined && at <= last ? last + 1 : at;
+}
+
+export class Mp4PipeReader implements SourceReader {
+  private readonly muxer = new Mp4Muxer();
+
+  constructor(private readonly into: Writable) {
+    // A reader that exited (EPIPE) is noticed on the next write: it is not an error of ours.
+    into.on("error", () => undefined);
+  }
+
+  sendMedia(media: RelayedMedia): boolean {
+    if (this.into.destroyed || this.into.writableEnded) return false;
+    const out = this.muxer.push(media);
+    for (const bytes of out.bytes) this.into.write(bytes);
+    if (out.end === undefined) return true;
+    this.into.end();
+    return false;
+  }
+
+  /** The publish is over: the pipe ends, and ffmpeg finishes as at the end of a file. */
+  endPlay(): void {
+    if (!this.into.destroyed && !this.into.writableEnded) this.into.end();
+  }
+
+  /** Cut off (it fell behind): what it has not taken is thrown away. */
+  cut(): void {
+    this.into.destroy();
+  }
+
+  get bufferedBytes(): number {
+    return this.into.writableLength;
+  }
+}
