@@ -175,9 +175,9 @@ export class Mp4Muxer {
   private init(timestamp: number): Buffer {
     const video = this.video!;
     this.origin = timestamp;
-    const tracks: Mp4Track[] = [
-      { id: VIDEO_TRACK, kind: "video", codec: video.codec, config: video.record, width: this.size.width, height: this.size.height, timescale: VIDEO_TIMESCALE },
-    ];
+    // The size the decoder will find in the stream when the record says it, else the publisher's word.
+    const { width, height } = recordSize(video.codec, video.record) ?? this.size;
+    const tracks: Mp4Track[] = [{ id: VIDEO_TRACK, kind: "video", codec: video.codec, config: video.record, width, height, timescale: VIDEO_TIMESCALE }];
     this.clocks = new Map([[VIDEO_TRACK, { last: undefined, timescale: VIDEO_TIMESCALE, firstDuration: DEFAULT_VIDEO_DURATION }]]);
     if (this.audio) {
       const { config, facts } = this.audio;
@@ -241,4 +241,163 @@ export class Mp4PipeReader implements SourceReader {
   get bufferedBytes(): number {
     return this.into.writableLength;
   }
+}
+
+// ---- the picture size a decoder configuration record states ----
+
+/** Reads bits of a NAL unit's or OBU's payload, most significant first; past the end it throws. */
+class BitReader {
+  private bit = 0;
+  constructor(private readonly bytes: Buffer) {}
+
+  u(n: number): number {
+    let value = 0;
+    for (let i = 0; i < n; i++, this.bit++) {
+      const byte = this.bytes[this.bit >> 3];
+      if (byte === undefined) throw new RangeError("past the end");
+      value = value * 2 + ((byte >> (7 - (this.bit & 7))) & 1);
+    }
+    return value;
+  }
+
+  /** ue(v) of H.265 (Exp-Golomb). */
+  ue(): number {
+    let zeros = 0;
+    while (this.u(1) === 0) if (++zeros > 31) throw new RangeError("an Exp-Golomb code over 32 bits");
+    return 2 ** zeros - 1 + this.u(zeros);
+  }
+
+  /** uvlc() of AV1. */
+  uvlc(): number {
+    let zeros = 0;
+    while (this.u(1) === 0) if (++zeros >= 32) return 2 ** 32 - 1;
+    return 2 ** zeros - 1 + this.u(zeros);
+  }
+}
+
+type Size = { width: number; height: number };
+
+/**
+ * The picture size of an HEVC stream: the SPS in the HEVCDecoderConfigurationRecord (ISO/IEC
+ * 14496-15 8.3.3), its coded size less the conformance window (H.265 7.3.2.2). Undefined when
+ * the record has no SPS or it cannot be read.
+ */
+export function hevcRecordSize(hvcC: Buffer): Size | undefined {
+  try {
+    let at = 23;
+    for (let arrays = hvcC[22]!, i = 0; i < arrays; i++) {
+      const type = hvcC[at]! & 0x3f;
+      const count = hvcC.readUInt16BE(at + 1);
+      at += 3;
+      for (let n = 0; n < count; n++) {
+        const length = hvcC.readUInt16BE(at);
+        if (type === 33) return hevcSpsSize(hvcC.subarray(at + 2 + 2, at + 2 + length));
+        at += 2 + length;
+      }
+    }
+  } catch {
+    // A record too short for what it says: no size from it.
+  }
+  return undefined;
+}
+
+function hevcSpsSize(payload: Buffer): Size {
+  // The RBSP: each emulation prevention byte (the 03 of 00 00 03) taken out.
+  const rbsp: number[] = [];
+  let zeros = 0;
+  for (const b of payload) {
+    if (zeros >= 2 && b === 3) {
+      zeros = 0;
+      continue;
+    }
+    rbsp.push(b);
+    zeros = b === 0 ? zeros + 1 : 0;
+  }
+  const r = new BitReader(Buffer.from(rbsp));
+  r.u(4); // sps_video_parameter_set_id
+  const subLayers = r.u(3); // sps_max_sub_layers_minus1
+  r.u(1);
+  // profile_tier_level: the general part, then what each sub-layer says it has.
+  r.u(96);
+  const present = Array.from({ length: subLayers }, () => [r.u(1), r.u(1)] as const);
+  if (subLayers > 0) for (let i = subLayers; i < 8; i++) r.u(2);
+  for (const [profile, level] of present) r.u((profile ? 88 : 0) + (level ? 8 : 0));
+  r.ue(); // sps_seq_parameter_set_id
+  const chroma = r.ue();
+  if (chroma === 3) r.u(1); // separate_colour_plane_flag
+  let width = r.ue();
+  let height = r.ue();
+  if (r.u(1)) {
+    const [left, right, top, bottom] = [r.ue(), r.ue(), r.ue(), r.ue()];
+    const subWidth = chroma === 1 || chroma === 2 ? 2 : 1;
+    const subHeight = chroma === 1 ? 2 : 1;
+    width -= subWidth * (left + right);
+    height -= subHeight * (top + bottom);
+  }
+  return { width, height };
+}
+
+/**
+ * The largest picture of an AV1 stream: max_frame_width/height of the sequence header OBU in the
+ * AV1CodecConfigurationRecord's configOBUs (AV1 5.5.1). Undefined when there is none.
+ */
+export function av1RecordSize(av1C: Buffer): Size | undefined {
+  try {
+    for (let at = 4; at < av1C.length; ) {
+      const header = av1C[at++]!;
+      if (header & 0x04) at++; // obu_extension_flag
+      let size = av1C.length - at;
+      if (header & 0x02) {
+        size = 0;
+        for (let i = 0; i < 8; i++) {
+          const b = av1C[at++]!;
+          size += (b & 0x7f) * 2 ** (7 * i);
+          if ((b & 0x80) === 0) break;
+        }
+      }
+      if (((header >> 3) & 0x0f) === 1) return av1SequenceSize(new BitReader(av1C.subarray(at, at + size)));
+      at += size;
+    }
+  } catch {
+    // Cut short: no size from it.
+  }
+  return undefined;
+}
+
+function av1SequenceSize(r: BitReader): Size {
+  r.u(3); // seq_profile
+  r.u(1); // still_picture
+  if (r.u(1)) {
+    r.u(5); // reduced_still_picture_header: one seq_level_idx, nothing else
+  } else {
+    let delayBits = 0;
+    let decoderModel = 0;
+    if (r.u(1)) {
+      // timing_info
+      r.u(64);
+      if (r.u(1)) r.uvlc();
+      decoderModel = r.u(1);
+      if (decoderModel) {
+        delayBits = r.u(5) + 1;
+        r.u(32 + 5 + 5);
+      }
+    }
+    const displayDelay = r.u(1);
+    for (let ops = r.u(5) + 1, i = 0; i < ops; i++) {
+      r.u(12); // operating_point_idc
+      if (r.u(5) > 7) r.u(1); // seq_level_idx, seq_tier
+      if (decoderModel && r.u(1)) r.u(2 * delayBits + 1);
+      if (displayDelay && r.u(1)) r.u(4);
+    }
+  }
+  const widthBits = r.u(4) + 1;
+  const heightBits = r.u(4) + 1;
+  return { width: r.u(widthBits) + 1, height: r.u(heightBits) + 1 };
+}
+
+/** What a record says of the picture size, for the codecs where it is read here. */
+export function recordSize(codec: VideoFourCc, record: Buffer): Size | undefined {
+  if (codec === "hvc1") return hevcRecordSize(record);
+  if (codec === "av01") return av1RecordSize(record);
+  return undefined;
 }

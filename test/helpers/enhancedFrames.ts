@@ -34,6 +34,8 @@ export interface EnhancedOptions {
   /** Keyframe interval, in frames (default: one a second). */
   gop?: number;
   audio?: boolean;
+  /** ffmpeg's video encoder options, instead of the codec's default encoder. */
+  encoder?: string[];
 }
 
 const ENCODERS: Record<EnhancedCodec, string[]> = {
@@ -51,7 +53,7 @@ export async function enhancedFrames(codec: EnhancedCodec, seconds: number, opti
     "-f", "lavfi", "-i", `testsrc2=size=${size.width}x${size.height}:rate=${fps}`,
     ...(audio ? ["-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000"] : []),
     "-t", String(seconds), "-map", "0:v", ...(audio ? ["-map", "1:a", "-c:a", "aac", "-b:a", "64k"] : []),
-    ...ENCODERS[codec], "-g", String(gop), "-pix_fmt", "yuv420p",
+    ...(options.encoder ?? ENCODERS[codec]), "-g", String(gop), "-pix_fmt", "yuv420p",
     "-movflags", "+frag_keyframe+empty_moov+default_base_moof", "-f", "mp4", "pipe:1",
   ];
   const mp4 = await runFfmpeg(args);

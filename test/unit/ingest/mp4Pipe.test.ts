@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { PassThrough, Writable } from "node:stream";
 import type { RelayedMedia } from "../../../src/ingest/liveSource";
-import { aacConfigFacts, metadataSize, Mp4Muxer, Mp4PipeReader, sampleTime } from "../../../src/ingest/mp4Pipe";
+import { aacConfigFacts, av1RecordSize, hevcRecordSize, metadataSize, Mp4Muxer, Mp4PipeReader, sampleTime } from "../../../src/ingest/mp4Pipe";
 import { Amf0EcmaArray, encodeAmf0, encodeAudioTag, encodeVideoTag, VideoFrameTypes } from "../../../src/rtmp";
 import { boxesOf, enhancedFrames, readFragmentedMp4, type EnhancedCodec } from "../../helpers/enhancedFrames";
 import { FFPROBE } from "../../helpers/media";
@@ -14,8 +14,8 @@ const meta = (width: number, height: number): RelayedMedia => ({
   timestamp: 0,
   body: encodeAmf0(["onMetaData", new Amf0EcmaArray({ width, height, framerate: 30 })]),
 });
-const videoConfig = (record = HVCC): RelayedMedia => ({ kind: "video", timestamp: 0, body: encodeVideoTag({ kind: "config", codec: "hvc1", record }) });
-const audioConfig = (config = ASC_48K_STEREO): RelayedMedia => ({ kind: "audio", timestamp: 0, body: encodeAudioTag({ kind: "config", codec: "mp4a", config, legacy: true }) });
+const videoConfig = (record: Buffer = HVCC): RelayedMedia => ({ kind: "video", timestamp: 0, body: encodeVideoTag({ kind: "config", codec: "hvc1", record }) });
+const audioConfig = (config: Buffer = ASC_48K_STEREO): RelayedMedia => ({ kind: "audio", timestamp: 0, body: encodeAudioTag({ kind: "config", codec: "mp4a", config, legacy: true }) });
 function frame(timestamp: number, keyframe: boolean, compositionMs = 0, data = Buffer.from([0, 0, 0, 2, 0x26, 0x01])): RelayedMedia {
   const frameType = keyframe ? VideoFrameTypes.key : VideoFrameTypes.inter;
   return { kind: "video", timestamp, body: encodeVideoTag({ kind: "frame", codec: "hvc1", frameType, keyframe, compositionMs, data }) };
@@ -93,6 +93,31 @@ function samplesOf(file: Buffer): Record<number, number[][]> {
   const { tracks } = readFragmentedMp4(file);
   return Object.fromEntries(tracks.map((t) => [t.id, t.samples.map((s) => [s.decodeTime, s.duration, s.compositionOffset, s.sync ? 1 : 0])]));
 }
+
+describe("the picture size of a decoder configuration record", () => {
+  it.each<[EnhancedCodec, number, number]>([
+    // Not a multiple of the coding block: x265 codes more, and its conformance window crops it.
+    ["hvc1", 426, 240],
+    ["hvc1", 1280, 720],
+    ["av01", 426, 240],
+    ["av01", 1280, 720],
+  ])("%s at %ix%i, as the encoder writes it", async (codec, width, height) => {
+    const { videoConfig: record } = await enhancedFrames(codec, 0.1, { size: { width, height }, audio: false });
+    const read = codec === "hvc1" ? hevcRecordSize : av1RecordSize;
+    expect(read(record)).toEqual({ width, height });
+    // Cut short, it says nothing.
+    expect(read(record.subarray(0, codec === "hvc1" ? 30 : 8))).toBeUndefined();
+    expect(read(Buffer.alloc(0))).toBeUndefined();
+  }, 10_000);
+
+  it("is what the init states, over what the metadata says", async () => {
+    const { videoConfig: record } = await enhancedFrames("hvc1", 0.1, { size: { width: 426, height: 240 }, audio: false });
+    const { file } = mux([meta(1, 1), videoConfig(record), frame(0, true)]);
+    const trak = boxesOf(boxesOf(file)[1]!.body).find((b) => b.type === "trak")!;
+    const tkhd = boxesOf(trak.body).find((b) => b.type === "tkhd")!.body;
+    expect([tkhd.readUInt32BE(76) / 65536, tkhd.readUInt32BE(80) / 65536]).toEqual([426, 240]);
+  }, 10_000);
+});
 
 describe("Mp4Muxer", () => {
   it("writes the init at the first keyframe, with the configs that came before it, and drops the frames before it", () => {
@@ -245,6 +270,8 @@ describe("Mp4PipeReader with real encoders and decoders", () => {
   ])("ffmpeg reads every %s frame and every AAC frame of the pipe", async (codec, name) => {
     const stream = await enhancedFrames(codec, 2);
     expect(stream.videoFrames).toBe(60);
+    if (codec === "hvc1") expect(hevcRecordSize(stream.videoConfig)).toEqual({ width: 320, height: 180 });
+    if (codec === "av01") expect(av1RecordSize(stream.videoConfig)).toEqual({ width: 320, height: 180 });
     const probed = await probePipe(relayed(stream));
     const video = probed.streams.find((s) => s.codec_type === "video");
     const audio = probed.streams.find((s) => s.codec_type === "audio");
