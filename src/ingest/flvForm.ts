@@ -4,6 +4,8 @@ import { encodeAudioTag, encodeVideoTag, type AudioPacket, type AudioTag, type V
 // codecs only (AVC video, AAC audio, in the pre-2023 tag form); Enhanced RTMP carries the same
 // H.264 and AAC in another form (a FourCC header, OBS's "enhanced" output and every track of its
 // multitrack ladder), which is rewritten here into the legacy one, bit for bit the same samples.
+// HEVC and AV1, which FLV cannot carry, go on in the enhanced form (one track, no multitrack
+// wrapper): the pipeline reads those as fragmented MP4 (mp4Pipe.ts).
 // Only the default track goes on: track 0, which a plain (not multitrack) packet is, and which
 // every player takes. OBS sends its top rendition that way and each other rendition as a
 // one-track multitrack message of its own id, so those are dropped, not mixed into the source.
@@ -26,11 +28,18 @@ function defaultTrack<T extends { trackId: number }>(tracks: readonly T[]): T | 
   return tracks.find((t) => t.trackId === 0);
 }
 
+/**
+ * Codecs FLV cannot carry, relayed in their enhanced single-track form: the pipeline reads them
+ * from fragmented MP4 (`mp4Pipe.ts`), not from FLV.
+ */
+const ENHANCED_ONLY: ReadonlySet<string> = new Set(["hvc1", "av01"]);
+
 function videoPacketForm(packet: VideoPacket): PipelineForm {
   if (packet.kind === "unsupported") return { codec: fourCcName(VIDEO_NAMES, packet.fourCc), body: undefined };
   const codec = fourCcName(VIDEO_NAMES, packet.codec);
-  const relayed = packet.codec === "avc1" && (packet.kind === "config" || packet.kind === "frame" || packet.kind === "end");
-  return { codec, body: relayed ? encodeVideoTag({ ...packet, legacy: true }) : undefined };
+  if (packet.kind !== "config" && packet.kind !== "frame" && packet.kind !== "end") return { codec, body: undefined };
+  if (packet.codec === "avc1") return { codec, body: encodeVideoTag({ ...packet, legacy: true }) };
+  return { codec, body: ENHANCED_ONLY.has(packet.codec) ? encodeVideoTag(packet) : undefined };
 }
 
 /** A video message in the form the pipeline reads. `body` is the message as sent. */

@@ -12,6 +12,7 @@ export {
 } from "./rtmpIngest";
 export { FlvPipeReader } from "./flvPipe";
 export { Mp4PipeReader } from "./mp4Pipe";
+export { PASSTHROUGH_VIDEO } from "./mediaCheck";
 export { isVideoKeyframe, PublishStats, type PublishStatsView } from "./publishStats";
 export { BridgeTickets, connectionOfProcess, type BridgedPublish, type TicketConnection } from "./bridges";
 export * from "./webrtc";

@@ -81,6 +81,8 @@ interface Publish {
 /** What the ingest knows of a live publisher. */
 export interface PublisherStats extends PublishStatsView {
   bytesRead: number;
+  /** Its video codec's name ("H.264", "HEVC", "AV1"), once its first video tag has shown it. */
+  videoCodec: string | undefined;
 }
 
 /**
@@ -224,7 +226,7 @@ export class RtmpIngest {
     const publish = this.publishes.get(publisherId);
     if (!publish) return undefined;
     const { mediaMs, lastMediaAt, keyframeIntervalMs, hasAudio } = publish.stats;
-    return { mediaMs, lastMediaAt, keyframeIntervalMs, hasAudio, bytesRead: publish.connection.bytesRead };
+    return { mediaMs, lastMediaAt, keyframeIntervalMs, hasAudio, bytesRead: publish.connection.bytesRead, videoCodec: publish.video };
   }
 
   /** Disconnects a publisher at once (suspend, delete, a dead pipeline), telling it why when there is a reason. */

@@ -1,9 +1,14 @@
 import type { Rendition } from "../shapes";
 import { THUMBNAIL_SECONDS, thumbnailOutputArgs, thumbnailScale } from "./thumbnails";
 
+/** The form of the published stream on the pipeline's stdin. */
+export type PipeFormat = "flv" | "mp4";
+
 export interface LiveArgsInput {
   /** An FLV file to read instead of the published stream on ffmpeg's stdin (see livePipeline.ts). */
   inputFile?: string;
+  /** What the stdin carries: FLV (H.264 sources), or fragmented MP4 (HEVC and AV1, which FLV cannot carry). FLV unless said. */
+  inputFormat?: PipeFormat;
   renditions: Rendition[];
   /** Seconds between keyframes (and so the segments' length) of encoded renditions. */
   segmentSeconds: number;
@@ -66,7 +71,7 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
   if (encoded.length > 0) args.push("-flags:v", "low_delay");
   // The ingest writes the publish into a pipe, tag by tag as it arrives; it ends the pipe when
   // the publish ends (or stalls: its media timeout), which ends this run like a file's end.
-  args.push("-f", "flv", "-i", o.inputFile ?? "pipe:0");
+  args.push("-f", o.inputFormat === "mp4" ? "mov" : "flv", "-i", o.inputFile ?? "pipe:0");
 
   // fps, not a select of keyframes: image2 is a CFR output, which would repeat a selected
   // picture at the source's rate. fps=1/N keeps the newest frame of each N s; it waits for the

@@ -2,7 +2,7 @@ import type { Writable } from "node:stream";
 import type { LivePackager, PackagerRun } from "../hls";
 import type { Logger } from "../log";
 import type { Rendition } from "../shapes";
-import { buildLiveArgs } from "./liveArgs";
+import { buildLiveArgs, type PipeFormat } from "./liveArgs";
 import { spawnSupervised, type ProcessEnd, type ProcessRegistry, type SupervisedProcess } from "./supervisedProcess";
 
 export const AUDIO_BITRATE = 128_000;
@@ -48,6 +48,8 @@ export interface LivePipelineOptions {
 export interface PipelineInput {
   /** The stream's internal name (its id, never its key): in logs and for tests. */
   name: string;
+  /** The form it is written in (the source's codec decides). */
+  format: PipeFormat;
   /**
    * Starts writing the stream into `into`: the codecs' headers and the newest group of
    * pictures first, then every message; `into` is ended when the publish ends (or, if it has
@@ -86,7 +88,7 @@ export class LivePipeline {
     this.run = run;
     this.process = spawnSupervised(this.o.registry, {
       command: this.o.ffmpegPath,
-      args: buildLiveArgs({ ...this.o, audioBitrate: AUDIO_BITRATE, ...(this.o.realtime ? { realtime: { audio: this.o.realtime.audio } } : {}) }),
+      args: buildLiveArgs({ ...this.o, inputFormat: this.o.input.format, audioBitrate: AUDIO_BITRATE, ...(this.o.realtime ? { realtime: { audio: this.o.realtime.audio } } : {}) }),
       log: this.o.log,
       name: "ffmpeg live",
       inputPipe: true,

@@ -5,7 +5,7 @@ import type { StreamKeyIndex } from "./streamKeys";
 import { endOrphanedSession, type OrphanDeps } from "./orphans";
 import { refusePublish, type IngestProtocol, type LiveRates, type PublishRefusal } from "../shapes";
 import { NodesRepository, type ControlState, type Lease, type SessionRecord, type Sql, type StreamRecord } from "../db";
-import type { Admission, IngestHandlers } from "../ingest";
+import { PASSTHROUGH_VIDEO, type Admission, type IngestHandlers } from "../ingest";
 import { endPlaylists } from "../media";
 import { PipelineBreaker } from "./breaker";
 import { realClock, type Clock } from "./clock";
@@ -148,6 +148,19 @@ export class SessionManager implements IngestHandlers, LiveControl {
     return decision;
   }
 
+  /**
+   * A source the packager cannot take as it is (HEVC, AV1) needs a ladder, which transcodes it
+   * to H.264 for every player: a passthrough session refuses it, saying what to change.
+   */
+  private untranscodable(publisherId: string, passesThrough: boolean): PublishRefusal | undefined {
+    const codec = this.deps.publisherStats(publisherId)?.videoCodec;
+    if (!passesThrough || codec === undefined || codec === PASSTHROUGH_VIDEO) return undefined;
+    return refusePublish(
+      "unavailable",
+      `video codec ${codec} is taken by streams with profiles, which transcode it to H.264; this stream passes its source through: send ${PASSTHROUGH_VIDEO}, or give the stream profiles`,
+    );
+  }
+
   /** A place held by checkPublish is given up (the publish ended, or its bridge publishes now). */
   releaseHold(holder: string): void {
     this.pending.delete(holder);
@@ -162,6 +175,8 @@ export class SessionManager implements IngestHandlers, LiveControl {
     const { stream } = decision;
     if (this.isOpening(stream.id)) return refusePublish("unavailable", "another publisher of this stream is starting: reconnect in a moment");
     const current = this.byStream.get(stream.id);
+    const untranscodable = this.untranscodable(publisherId, current ? current.passesThrough : stream.profiles.length === 0);
+    if (untranscodable) return untranscodable;
     if (!current) return this.begin(stream, publisherId, protocol);
 
     if (!current.isEnding) {

@@ -3,7 +3,7 @@ import path from "node:path";
 import type { Writable } from "node:stream";
 import { LeaseLost, type Lease, type SessionRecord, type Store, type StreamRecord, type Tx } from "../db";
 import type { EventSink } from "../events";
-import type { PublisherStats } from "../ingest";
+import { PASSTHROUGH_VIDEO, type PublisherStats } from "../ingest";
 import type { Logger } from "../log";
 import { PART_SECONDS, type HlsSegment, type LiveHls } from "../hls";
 import type { LiveFeed, RealtimeFeeds } from "../realtime";
@@ -16,6 +16,7 @@ import {
   restartDelayMs as restartDelay,
   THUMBNAIL_FILE,
   type LivePipelineOptions,
+  type PipeFormat,
   type ProcessEnd,
   type ProcessRegistry,
   type StoredSegment,
@@ -44,7 +45,7 @@ export interface StreamRuntimeDeps {
    * Writes the stream published under an internal name (the stream id) into a pipeline's
    * stdin as FLV, from the local ingest; returns what stops it (see PipelineInput).
    */
-  readSource(alias: string, into: Writable): () => void;
+  readSource(alias: string, into: Writable, format: PipeFormat): () => void;
   segmentSeconds: number;
   listSize: number;
   /** LL-HLS (parts, blocking reload); false: plain fMP4 HLS. */
@@ -251,6 +252,11 @@ export class StreamRuntime {
   }
 
   /** The ladder this session encodes (for the node's capacity). */
+  /** Its ladder copies the source (no profiles): the packager takes the source's video as it is. */
+  get passesThrough(): boolean {
+    return this.info.renditions.every((r) => r.encode === null);
+  }
+
   get profiles() {
     return this.session.profiles;
   }
@@ -411,9 +417,13 @@ export class StreamRuntime {
         return this.fault(err);
       }
     }
+    // FLV carries H.264 only: HEVC and AV1 sources come as fragmented MP4 (its codec is known
+    // by now: the ingest starts a publish on its first video tag).
+    const codec = this.publisherId !== undefined ? this.deps.publisherStats(this.publisherId)?.videoCodec : undefined;
+    const format: PipeFormat = codec === undefined || codec === PASSTHROUGH_VIDEO ? "flv" : "mp4";
     const options: LivePipelineOptions = {
       ffmpegPath: this.deps.ffmpegPath,
-      input: { name: this.info.streamId, feed: (into) => this.deps.readSource(this.info.streamId, into) },
+      input: { name: this.info.streamId, format, feed: (into) => this.deps.readSource(this.info.streamId, into, format) },
       renditions: this.info.renditions,
       segmentSeconds: this.deps.segmentSeconds,
       ...(this.deps.lowLatency ? { fragmentMicros: PART_SECONDS * 1e6 } : {}),

@@ -6,8 +6,8 @@ import type { Config } from "../config";
 import type { Store } from "../db";
 import { StorageWatch, STORAGE_RESERVE_BYTES } from "../health";
 import { LiveHls } from "../hls";
-import { BridgeTickets, FlvPipeReader, INGEST_APP, type RtmpIngest } from "../ingest";
-import { ffmpegHasCmaf, ffmpegHasLibopus } from "../media";
+import { BridgeTickets, FlvPipeReader, INGEST_APP, Mp4PipeReader, type RtmpIngest } from "../ingest";
+import { ffmpegHasCmaf, ffmpegHasLibopus, type PipeFormat } from "../media";
 import type { Metrics } from "../metrics";
 import { MultistreamManager } from "../multistream";
 import { offsetClock, SessionManager, StreamKeyIndex, type OrphanDeps } from "../sessions";
@@ -37,8 +37,8 @@ export class LocalRtmp {
   }
 
   /** The stream under an internal name into a pipeline's stdin; with no ingest here, nothing comes (the pipe ends). */
-  read(name: string, into: Writable): () => void {
-    const reader = new FlvPipeReader(into);
+  read(name: string, into: Writable, format: PipeFormat): () => void {
+    const reader = format === "mp4" ? new Mp4PipeReader(into) : new FlvPipeReader(into);
     if (!this.server) {
       reader.endPlay();
       return () => undefined;
@@ -132,7 +132,7 @@ export async function wireSessions(
     ffmpegPath: ffmpeg?.path,
     hlsDir,
     rtmpInputUrl: (name) => rtmp.url(name),
-    readSource: (name, into) => rtmp.read(name, into),
+    readSource: (name, into, format) => rtmp.read(name, into, format),
     segmentSeconds: config.hlsSegmentSeconds,
     listSize: config.hlsListSize,
     lowLatency: config.hlsLowLatency,

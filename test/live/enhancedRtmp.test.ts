@@ -96,13 +96,13 @@ describe("Enhanced RTMP publishers", () => {
     expect(sessions).toHaveLength(1);
   });
 
-  it("HEVC over E-RTMP is refused on its first video tag with NetStream.Publish.Rejected naming the codec", async () => {
-    const stream = (await api("POST", "/stream", { name: "erTMP hevc" })).body;
+  it("VP9 over E-RTMP is refused on its first video tag with NetStream.Publish.Rejected naming the codec", async () => {
+    const stream = (await api("POST", "/stream", { name: "erTMP vp9" })).body;
     const client = await StatusClient.connect(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`);
     try {
       expect(await client.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
-      client.sendVideo(enhancedSequenceStartTag("hvc1"), 0);
-      expect(await client.nextStatus()).toMatchObject({ level: "error", code: "NetStream.Publish.Rejected", description: expect.stringMatching(/^video codec HEVC is not supported/) });
+      client.sendVideo(enhancedSequenceStartTag("vp09"), 0);
+      expect(await client.nextStatus()).toMatchObject({ level: "error", code: "NetStream.Publish.Rejected", description: expect.stringMatching(/^video codec VP9 is not supported/) });
       await client.closed;
     } finally {
       client.close();

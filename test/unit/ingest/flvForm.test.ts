@@ -1,5 +1,5 @@
 import { audioForPipeline, videoForPipeline } from "../../../src/ingest/flvForm";
-import { encodeAudioTag, encodeVideoTag, readAudioTag, readVideoTag, type AudioTag, type VideoTag } from "../../../src/rtmp";
+import { encodeAudioTag, encodeVideoTag, readAudioTag, readVideoTag, type AudioTag, type VideoPacket, type VideoTag } from "../../../src/rtmp";
 
 const b = (...bytes: number[]) => Buffer.from(bytes);
 const avcC = b(1, 0x42, 0xc0, 0x1e, 0xff, 0xe1, 0, 0);
@@ -57,9 +57,18 @@ describe("videoForPipeline", () => {
     expect(video(enhancedVideo(LEGACY_AVC_KEY))).toEqual({ codec: "H.264", body: LEGACY_AVC_KEY });
   });
 
+  it.each([
+    ["HEVC", "hvc1"],
+    ["AV1", "av01"],
+  ] as const)("relays %s in the enhanced single-track form (the pipeline reads it as MP4), from a multitrack message too", (name, fourCc) => {
+    const config = encodeVideoTag({ kind: "config", codec: fourCc, record: b(1, 2, 3) });
+    expect(video(config)).toEqual({ codec: name, body: config });
+    const frame = encodeVideoTag({ kind: "frame", codec: fourCc, frameType: 1, keyframe: true, compositionMs: 0, data: b(9, 9) });
+    const inTrack0 = encodeVideoTag({ kind: "multitrack", layout: "oneTrack", tracks: [{ trackId: 0, packet: readVideoTag(frame) as VideoPacket }] });
+    expect(video(inTrack0)).toEqual({ codec: name, body: frame });
+  });
+
   it.each<[string, Buffer, string]>([
-    ["HEVC over E-RTMP", b(0x90, ...Buffer.from("hvc1")), "HEVC"],
-    ["AV1 over E-RTMP", b(0x90, ...Buffer.from("av01")), "AV1"],
     ["VP9 over E-RTMP", b(0x90, ...Buffer.from("vp09")), "VP9"],
     ["an unknown FourCC", b(0x90, ...Buffer.from("xyz!")), 'unknown (FourCC "xyz!")'],
     ["Sorenson H.263", b(0x12, 0), "Sorenson H.263"],
