@@ -275,10 +275,12 @@ function between(a: Sample, b: Sample): Omit<Round, "accepted" | "playable"> {
 
 async function measure(side: Side, form: Form, n: number, clip: string): Promise<Round> {
   const settled = await Promise.allSettled(range(n).map((i) => publisher(form, clip, side.url(form, i), `${side.label} ${form} publisher ${i}`)));
-  const pubs = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+  // By index: publisher i publishes stream i, whether or not the others connected.
+  const byIndex = settled.map((r) => (r.status === "fulfilled" ? r.value : undefined));
+  const pubs = byIndex.filter((p): p is NonNullable<typeof p> => p !== undefined);
   for (const r of settled) if (r.status === "rejected") console.error(`${side.label} ${form}: a publisher failed to connect: ${String(r.reason)}`);
   try {
-    const plays = side.playable ? await Promise.all(range(n).map((i) => (pubs[i]?.accepted() ? side.playable!(form, i) : false))) : undefined;
+    const plays = side.playable ? await Promise.all(range(n).map((i) => (byIndex[i]?.accepted() ? side.playable!(form, i) : false))) : undefined;
     await sleep(SETTLE_MS);
     const a = sample(side);
     await sleep(WINDOW_S * 1000);

@@ -10,7 +10,10 @@ const TAG_TYPE = { video: FlvTagType.video, audio: FlvTagType.audio, data: FlvTa
 
 /** One message as the FLV tag a reader of the pipe gets; the first also carries the file header. */
 export function flvBytes(media: RelayedMedia, first: boolean): Buffer {
-  const tag = encodeFlvTag({ type: TAG_TYPE[media.kind], timestamp: media.timestamp, data: media.body });
+  // Script data at time 0, as an RTMP play sends it: ffmpeg 5.1's FLV reader makes a phantom
+  // subtitle stream of a data tag at any other time.
+  const timestamp = media.kind === "data" ? 0 : media.timestamp;
+  const tag = encodeFlvTag({ type: TAG_TYPE[media.kind], timestamp, data: media.body });
   // Both flags: ffmpeg's FLV reader makes its streams from the tags, whatever the header says.
   return first ? Buffer.concat([flvHeader({ audio: true, video: true }), tag]) : tag;
 }

@@ -66,6 +66,11 @@ export class LiveSource {
     return this.members;
   }
 
+  /** The group of pictures kept for joining readers, in bytes: what a reader is handed at once. */
+  get cachedBytes(): number {
+    return this.gopBytes;
+  }
+
   /** One message of the publish: kept as the joining readers need it, and sent to every reader. */
   push(media: RelayedMedia): void {
     if (this.ended) return;

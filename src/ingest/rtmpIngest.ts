@@ -33,11 +33,18 @@ const SWEEP_MS = 500;
 
 /**
  * A local reader (the pipeline, a multistream push) may fall this far behind the publisher
- * before it is cut off: what a reader cannot take waits in its socket's buffer, in memory.
- * Seconds of the publisher's own rate, and at least READER_MIN_BUFFER_BYTES.
+ * before it is cut off: what a reader cannot take waits in its pipe's buffer, in memory.
+ * Seconds of the publisher's own rate, and at least READER_MIN_BUFFER_BYTES, on top of the
+ * group of pictures a joining reader is handed at once.
  */
 export const READER_BUFFER_SECONDS = 4;
-const READER_MIN_BUFFER_BYTES = 1024 * 1024;
+/**
+ * A pipe's kernel buffer holds 64 KiB where a loopback socket's held megabytes: this floor is
+ * that slack, so a reader that starts (ffmpeg's probe, its encoders' set-up) or has a slow
+ * moment on a loaded host is not cut off for what a socket used to absorb. A stuck reader still
+ * reaches it within seconds at any real rate.
+ */
+const READER_MIN_BUFFER_BYTES = 4 * 1024 * 1024;
 
 /** The publisher's rate, for the reader cap, is measured over this much of the recent past. */
 const RATE_WINDOW_MS = 5000;
@@ -241,18 +248,26 @@ export class RtmpIngest {
     else publish.connection.close();
   }
 
-  async close(): Promise<void> {
-    this.closing = true;
-    clearInterval(this.sweepTimer);
-    // E-RTMP publishers that said they can (capsEx) are asked to reconnect at once, to this
-    // address: behind a load balancer another node takes them now, not after the encoder's
-    // back-off. The request goes out before their socket closes.
+  /**
+   * The first step of a shutdown: no new connection is taken, and E-RTMP publishers that said
+   * they can (capsEx) are asked to reconnect at once, to this address, before their sessions
+   * end: behind a load balancer another node takes them now, not after the encoder's back-off
+   * (this node, no longer listening, cannot take them back). The request goes out before their
+   * socket closes; the others are ended with their sessions.
+   */
+  async drain(): Promise<void> {
+    for (const server of this.servers) server.stopListening();
     const asked = [...this.publishes.values()].map((p) => p.connection).filter((c) => c.requestReconnect(undefined, "this server is shutting down: reconnect"));
     for (const connection of asked) connection.closeAfterSent();
     if (asked.length > 0) this.log.info({ publishers: asked.length }, "asked E-RTMP publishers to reconnect");
+    await Promise.all(asked.map((c) => c.closed));
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    clearInterval(this.sweepTimer);
     // A shutdown is not the publishers' leaving: the session manager ends its sessions itself.
     for (const id of [...this.publishes.keys()]) this.endPublish(id);
-    await Promise.all(asked.map((c) => c.closed));
     for (const set of this.waiting.values()) for (const w of set) clearTimeout(w.timer);
     this.waiting.clear();
     const servers = this.servers.splice(0);
@@ -504,7 +519,8 @@ export class RtmpIngest {
     const first = publish.samples[0];
     const last = publish.samples[publish.samples.length - 1];
     const rate = first && last && last.at > first.at ? ((last.bytes - first.bytes) * 1000) / (last.at - first.at) : 0;
-    const cap = Math.max(READER_MIN_BUFFER_BYTES, rate * READER_BUFFER_SECONDS);
+    // The first sweeps know no rate yet; the join's burst (the cached group of pictures) is not lag.
+    const cap = Math.max(READER_MIN_BUFFER_BYTES, rate * READER_BUFFER_SECONDS) + publish.source.cachedBytes;
     if (buffered <= cap) return;
     this.log.warn({ bufferedBytes: buffered, capBytes: Math.round(cap), publisherId }, `a local reader (pipeline, push) fell more than ${READER_BUFFER_SECONDS} s behind its publisher: cut off`);
     this.options.onReaderCut?.();

@@ -137,9 +137,15 @@ export class LivePipeline {
     }
   }
 
-  /** Stops ffmpeg (SIGINT: it flushes its last fragments) and resolves once the pipeline has ended. */
+  /**
+   * Stops ffmpeg and resolves once the pipeline has ended: its input ends (a blocked read of a
+   * pipe is restarted after SIGINT, so the signal alone would not reach an idle one), then
+   * SIGINT; either way it flushes its last fragments.
+   */
   async stop(graceMs = 3000): Promise<void> {
     if (!this.process) return;
+    this.stopFeed?.();
+    this.process.stdin?.end();
     await this.process.stop(graceMs);
     await this.done;
   }

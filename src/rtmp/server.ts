@@ -567,7 +567,13 @@ export class RtmpServer {
    * their plays' readers are told). Resolves once every sink and reader was told, which waits
    * for a media promise still pending.
    */
+  /** Takes no new connection; those open go on until close(). */
+  stopListening(): void {
+    if (this.server.listening) this.server.close();
+  }
+
   async close(): Promise<void> {
+    // Resolves on the listener's end, or at once (with an error it does not need) if it had stopped.
     const closing = new Promise<void>((resolve) => this.server.close(() => resolve()));
     const open = [...this.connections];
     for (const c of open) c.close();

@@ -49,6 +49,7 @@ export async function wireIngest(w: Wiring, store: Store, { outbound }: EventsAr
     }
   }
   live.rtmp.server = rtmp;
+  stops.register("intake", "RTMP listeners (E-RTMP publishers asked to reconnect)", () => rtmp.drain());
   stops.register("release", "RTMP server", () => rtmp.close());
   const bridging = { media, live };
   const whip = whipIngest(w, bridging);

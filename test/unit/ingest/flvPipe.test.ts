@@ -7,14 +7,15 @@ const video = (timestamp: number, body: number[]): RelayedMedia => ({ kind: "vid
 
 describe("flvBytes", () => {
   it.each([
-    ["video", FlvTagType.video],
-    ["audio", FlvTagType.audio],
-    ["data", FlvTagType.script],
-  ] as const)("a %s message is an FLV tag of type %i", (kind, type) => {
+    ["video", FlvTagType.video, [0x34, 0x56, 0x78, 0x12]],
+    ["audio", FlvTagType.audio, [0x34, 0x56, 0x78, 0x12]],
+    // Script data at 0 whenever it came, as an RTMP play has it (ffmpeg reads it as metadata then).
+    ["data", FlvTagType.script, [0, 0, 0, 0]],
+  ] as const)("a %s message is an FLV tag of type %i", (kind, type, time) => {
     const bytes = flvBytes({ kind, timestamp: 0x12345678, body: Buffer.from([1, 2, 3]) }, false);
     expect(bytes[0]).toBe(type);
     // 24-bit size, then the timestamp's low 24 bits and its top byte, a zero stream id.
-    expect([...bytes.subarray(1, 11)]).toEqual([0, 0, 3, 0x34, 0x56, 0x78, 0x12, 0, 0, 0]);
+    expect([...bytes.subarray(1, 11)]).toEqual([0, 0, 3, ...time, 0, 0, 0]);
     expect([...bytes.subarray(11, 14)]).toEqual([1, 2, 3]);
     expect(bytes.readUInt32BE(14)).toBe(11 + 3);
   });
