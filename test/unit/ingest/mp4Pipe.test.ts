@@ -2,9 +2,10 @@ import { spawn } from "node:child_process";
 import { PassThrough, Writable } from "node:stream";
 import type { RelayedMedia } from "../../../src/ingest/liveSource";
 import { aacConfigFacts, av1RecordSize, hevcRecordSize, metadataSize, Mp4Muxer, Mp4PipeReader, sampleTime } from "../../../src/ingest/mp4Pipe";
-import { Amf0EcmaArray, encodeAmf0, encodeAudioTag, encodeVideoTag, VideoFrameTypes } from "../../../src/rtmp";
+import { Amf0EcmaArray, encodeAmf0, encodeAudioTag, encodeVideoTag, RtmpServer, VideoFrameTypes } from "../../../src/rtmp";
 import { boxesOf, enhancedFrames, readFragmentedMp4, type EnhancedCodec } from "../../helpers/enhancedFrames";
-import { FFPROBE } from "../../helpers/media";
+import { FFPROBE, waitFor } from "../../helpers/media";
+import { RtmpPublisher } from "../../helpers/rtmpClient";
 
 const HVCC = Buffer.from([1, 1, 0x60, 0, 0, 0, 0x90, 0, 0, 0, 0, 0, 0x5d, 0xf0, 0, 0xfc, 0xfd, 0xf8, 0xf8, 0, 0, 0x0f, 0]);
 const ASC_48K_STEREO = Buffer.from([0x11, 0x90]);
@@ -278,4 +279,38 @@ describe("Mp4PipeReader with real encoders and decoders", () => {
     expect(video).toMatchObject({ codec_name: name, width: 320, height: 180, nb_read_frames: String(stream.videoFrames) });
     expect(audio).toMatchObject({ codec_name: "aac", nb_read_frames: String(stream.audioFrames) });
   }, 20_000);
+});
+
+describe("Mp4PipeReader behind onair's RTMP server", () => {
+  it("takes HEVC published over Enhanced RTMP, and ffmpeg reads every frame off the pipe", async () => {
+    const stream = await enhancedFrames("hvc1", 1);
+    const received: RelayedMedia[] = [];
+    let ended!: () => void;
+    const publishEnded = new Promise<void>((resolve) => (ended = resolve));
+    const server = new RtmpServer({
+      onPublish: async () => ({
+        ok: true,
+        sink: {
+          media: (m) => void received.push(m.kind === "data" ? { kind: "data", timestamp: m.timestamp, body: encodeAmf0([m.name, ...m.values]) } : { kind: m.kind, timestamp: m.timestamp, body: m.body }),
+          end: () => ended(),
+        },
+      }),
+    });
+    const port = await server.listen(0, "127.0.0.1");
+    try {
+      const publisher = await RtmpPublisher.connect(`rtmp://127.0.0.1:${port}/live/key`);
+      expect(await publisher.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
+      publisher.sendMetadata(stream.metadata);
+      for (const m of stream.messages) (m.type === 9 ? publisher.sendVideo : publisher.sendAudio).call(publisher, m.body, m.timestamp);
+      // Closed once all is in: a destroyed socket drops what it has not sent.
+      await waitFor("every message at the server", () => received.length === stream.messages.length + 1);
+      publisher.close();
+      await publishEnded;
+    } finally {
+      await server.close();
+    }
+    const probed = await probePipe(received);
+    expect(probed.streams.find((s) => s.codec_type === "video")).toMatchObject({ codec_name: "hevc", width: 320, height: 180, nb_read_frames: String(stream.videoFrames) });
+    expect(probed.streams.find((s) => s.codec_type === "audio")).toMatchObject({ codec_name: "aac", nb_read_frames: String(stream.audioFrames) });
+  }, 15_000);
 });
