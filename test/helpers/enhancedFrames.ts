@@ -34,6 +34,8 @@ export interface EnhancedOptions {
   /** Keyframe interval, in frames (default: one a second). */
   gop?: number;
   audio?: boolean;
+  /** avc1 only: the legacy (pre-E-RTMP, CodecID 7) tag form, as a non-enhanced publisher sends H.264. */
+  legacy?: boolean;
   /** ffmpeg's video encoder options, instead of the codec's default encoder. */
   encoder?: string[];
 }
@@ -62,7 +64,7 @@ export async function enhancedFrames(codec: EnhancedCodec, seconds: number, opti
   if (!video?.config) throw new Error(`no ${codec} track with a decoder configuration in ffmpeg's output`);
   const sound = file.tracks.find((t) => t.handler === "soun");
   return {
-    messages: messagesOf(codec, video, sound),
+    messages: messagesOf(codec, video, sound, options.legacy === true && codec === "avc1"),
     metadata: { width: size.width, height: size.height, framerate: fps },
     videoConfig: video.config,
     audioConfig: sound?.config,
@@ -71,15 +73,16 @@ export async function enhancedFrames(codec: EnhancedCodec, seconds: number, opti
   };
 }
 
-function messagesOf(codec: EnhancedCodec, video: Mp4FileTrack, sound: Mp4FileTrack | undefined): EnhancedMessage[] {
+function messagesOf(codec: EnhancedCodec, video: Mp4FileTrack, sound: Mp4FileTrack | undefined, legacy: boolean): EnhancedMessage[] {
+  const form = legacy ? { legacy: true as const } : {};
   const ms = (t: number, track: Mp4FileTrack) => Math.round((t * 1000) / track.timescale);
-  const head: EnhancedMessage[] = [{ type: 9, timestamp: 0, body: encodeVideoTag({ kind: "config", codec, record: video.config! }) }];
+  const head: EnhancedMessage[] = [{ type: 9, timestamp: 0, body: encodeVideoTag({ kind: "config", codec, record: video.config!, ...form }) }];
   if (sound?.config) head.push({ type: 8, timestamp: 0, body: encodeAudioTag({ kind: "config", codec: "mp4a", config: sound.config, legacy: true }) });
   const frames: EnhancedMessage[] = video.samples.map((s) => {
     const timestamp = ms(s.decodeTime, video);
     const frameType = s.sync ? VideoFrameTypes.key : VideoFrameTypes.inter;
     const compositionMs = codec === "av01" ? 0 : ms(s.decodeTime + s.compositionOffset, video) - timestamp;
-    return { type: 9, timestamp, body: encodeVideoTag({ kind: "frame", codec, frameType, keyframe: s.sync, compositionMs, data: s.data }) };
+    return { type: 9, timestamp, body: encodeVideoTag({ kind: "frame", codec, frameType, keyframe: s.sync, compositionMs, data: s.data, ...form }) };
   });
   const sounds: EnhancedMessage[] = (sound?.samples ?? []).map((s) => ({
     type: 8,

@@ -264,12 +264,14 @@ async function probePipe(messages: RelayedMedia[]): Promise<Probed> {
 }
 
 describe("Mp4PipeReader with real encoders and decoders", () => {
-  it.each<[EnhancedCodec, string]>([
-    ["hvc1", "hevc"],
-    ["av01", "av1"],
-    ["avc1", "h264"],
-  ])("ffmpeg reads every %s frame and every AAC frame of the pipe", async (codec, name) => {
-    const stream = await enhancedFrames(codec, 2);
+  it.each<[string, EnhancedCodec, boolean, string]>([
+    ["HEVC", "hvc1", false, "hevc"],
+    ["AV1", "av01", false, "av1"],
+    ["H.264 (enhanced)", "avc1", false, "h264"],
+    ["H.264 (legacy)", "avc1", true, "h264"],
+  ])("ffmpeg reads every %s frame and every AAC frame of the pipe", async (_name, codec, legacy, name) => {
+    const stream = await enhancedFrames(codec, 2, { legacy });
+    expect(stream.messages[0]!.body[0]! & 0x80).toBe(legacy ? 0 : 0x80);
     expect(stream.videoFrames).toBe(60);
     if (codec === "hvc1") expect(hevcRecordSize(stream.videoConfig)).toEqual({ width: 320, height: 180 });
     if (codec === "av01") expect(av1RecordSize(stream.videoConfig)).toEqual({ width: 320, height: 180 });
