@@ -104,11 +104,6 @@ export class Mp4Muxer {
     return out;
   }
 
-  /** Whether the init segment has been made (and with which tracks). */
-  get tracks(): number[] {
-    return this.clocks ? [...this.clocks.keys()] : [];
-  }
-
   private onData(media: RelayedMedia): Mp4Output {
     const size = metadataSize(media.body);
     if (size) this.size = size;
