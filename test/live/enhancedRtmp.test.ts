@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
 import { encodeAudioTag, encodeVideoTag, FlvReader, readAudioTag, readVideoTag, RtmpPublisher, type AudioTag, type FlvTag, type VideoTag } from "../../src/rtmp";
 import { probe, waitFor } from "../helpers/media";
+import { enhancedFrames, type EnhancedStream } from "../helpers/enhancedFrames";
 import { enhancedSequenceStartTag, RtmpPublisher as StatusClient } from "../helpers/rtmpClient";
 import { useTestServer } from "../helpers/server";
 
@@ -94,6 +95,52 @@ describe("Enhanced RTMP publishers", () => {
     // One publish, one session: the enhanced form started no second one.
     const sessions = (await api("GET", `/stream/${stream.id}/sessions`)).body as unknown[];
     expect(sessions).toHaveLength(1);
+  });
+
+  /** Publishes an encoded stream in real time (each message at its timestamp); resolves once all is sent. */
+  async function publishPaced(client: StatusClient, encoded: EnhancedStream): Promise<void> {
+    client.sendMetadata(encoded.metadata);
+    const start = Date.now();
+    for (const m of encoded.messages) {
+      const wait = start + m.timestamp - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      if (!(m.type === 9 ? client.sendVideo(m.body, m.timestamp) : client.sendAudio(m.body, m.timestamp))) return;
+    }
+  }
+
+  it.each([
+    ["HEVC", "hvc1"],
+    ["AV1", "av01"],
+  ] as const)("%s over E-RTMP to a stream with profiles: transcoded to the H.264 ladder and played", async (_name, codec) => {
+    const encoded = await enhancedFrames(codec, 8);
+    const stream = (await api("POST", "/stream", { name: `erTMP ${codec}`, profiles: ONE_RUNG })).body;
+    const client = await StatusClient.connect(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`);
+    try {
+      expect(await client.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
+      const publishing = publishPaced(client, encoded);
+      await livePlayback(stream);
+      expect(await probeCodecs(stream.playbackId)).toEqual(["aac", "h264"]);
+      const master = await (await fetch(`http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}/index.m3u8`)).text();
+      expect(master).toMatch(/CODECS="avc1\.[0-9a-f]{6},mp4a\.40\.2"/);
+      expect(master).toContain("RESOLUTION=320x180");
+      await publishing;
+    } finally {
+      client.close();
+    }
+  }, 60_000);
+
+  it("HEVC to a stream that passes its source through is refused, saying to give it profiles", async () => {
+    const encoded = await enhancedFrames("hvc1", 2);
+    const stream = (await api("POST", "/stream", { name: "erTMP hevc passthrough", profiles: [] })).body;
+    const client = await StatusClient.connect(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`);
+    try {
+      expect(await client.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
+      void publishPaced(client, encoded);
+      expect(await client.nextStatus(10_000)).toMatchObject({ level: "error", code: "NetStream.Publish.Rejected", description: expect.stringMatching(/^video codec HEVC is taken by streams with profiles/) });
+    } finally {
+      client.close();
+    }
+    expect((await api("GET", `/stream/${stream.id}/sessions`)).body).toEqual([]);
   });
 
   it("VP9 over E-RTMP is refused on its first video tag with NetStream.Publish.Rejected naming the codec", async () => {
