@@ -1,3 +1,4 @@
+import { enhancedFrames } from "../helpers/enhancedFrames";
 import { waitFor } from "../helpers/media";
 import { RtmpPublisher } from "../helpers/rtmpClient";
 import { apiClient, startTestServer, type TestServer } from "../helpers/server";
@@ -23,9 +24,14 @@ it("asks an E-RTMP publisher to reconnect as it shuts down, and a legacy one not
   const enhanced = await RtmpPublisher.connect(url(stream.streamKey), { capsEx: CAPS_RECONNECT });
   const legacy = await RtmpPublisher.connect(url(legacyStream.streamKey));
   try {
-    // Admitted publishes (no media needed): the ingest holds them until its first-video wait.
     expect(await enhanced.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
     expect(await legacy.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
+    // The E-RTMP publisher is live (its session open): the request must come before the
+    // session's end disconnects it. The legacy one is only admitted.
+    const encoded = await enhancedFrames("avc1", 2);
+    enhanced.sendMetadata(encoded.metadata);
+    for (const m of encoded.messages) (m.type === 9 ? enhanced.sendVideo : enhanced.sendAudio).call(enhanced, m.body, m.timestamp);
+    await waitFor("the session open", async () => (await api("GET", `/stream/${stream.id}/sessions`)).body.length === 1);
     const stopping = t.stop();
     t = undefined;
     expect(await enhanced.nextStatus(10_000)).toMatchObject({ level: "status", code: "NetConnection.Connect.ReconnectRequest", description: expect.stringContaining("shutting down") });
