@@ -1,5 +1,6 @@
 import dns from "node:dns/promises";
 import net from "node:net";
+import type { Writable } from "node:stream";
 import type { Store, StreamRecord } from "../db";
 import { INGEST_APP } from "../ingest";
 import type { Logger } from "../log";
@@ -12,8 +13,8 @@ export interface PublishRelaysOptions {
   log: Logger;
   registry: ProcessRegistry;
   ffmpegPath: string | undefined;
-  /** The publish on this node's RTMP server, under its alias. */
-  rtmpInputUrl(alias: string): string;
+  /** Writes the publish on this node, under its alias, into the relay's ffmpeg's stdin as FLV; returns what stops it. */
+  readSource(alias: string, into: Writable): () => void;
   disconnectPublisher(publisherId: string, refusal?: PublishRefusal): void;
 }
 
@@ -33,10 +34,10 @@ export function splitAddress(address: string): { host: string; port: number } | 
  * here): this node relays it to the holder, as an edge relays to its origin. The holder sees a
  * reconnect and continues its session (same session, one recording, playlists that go on
  * after a discontinuity, stream.started again), exactly as on one node; nothing about the
- * session moves. ffmpeg copies the publish as FLV into onair's own RTMP client, which publishes
- * it with the stream's key to the holder's RTMP (the key never in an argv). When the relay
- * ends (the holder went away), the publisher is let go and its reconnect finds the lease free
- * once it runs out.
+ * session moves. ffmpeg copies the publish, written into its stdin by the ingest, as FLV into
+ * onair's own RTMP client, which publishes it with the stream's key to the holder's RTMP (the
+ * key never in an argv). When the relay ends (the holder went away), the publisher is let go
+ * and its reconnect finds the lease free once it runs out.
  */
 export class PublishRelays {
   private readonly relays = new Map<string, PushAttempt>();
@@ -63,7 +64,7 @@ export class PublishRelays {
     const log = o.log.child({ streamId: stream.id, publisherId, holder });
     const relay = new RelayPush(
       {
-        input: { kind: "source", url: o.rtmpInputUrl(stream.id) },
+        input: { kind: "source", name: stream.id, feed: (into) => o.readSource(stream.id, into) },
         videoOnly: false,
         ffmpegPath: o.ffmpegPath,
         registry: o.registry,

@@ -2,9 +2,10 @@ import type { Writable } from "node:stream";
 import { encodeFlvTag, flvHeader, FlvTagType } from "../rtmp";
 import type { RelayedMedia, SourceReader } from "./liveSource";
 
-// A local reader that is a pipe, not a connection: the pipeline's ffmpeg reads the publish as
-// an FLV stream on its stdin. The bytes are those an RTMP play would have carried, with no
-// socket, chunking or play-back handshake between the ingest and ffmpeg.
+// A local reader that is a pipe, not a connection: the pipeline's ffmpeg (and a source push's,
+// a publish relay's) reads the publish as an FLV stream on its stdin. The bytes are those an
+// RTMP play would have carried, with no socket, chunking or play-back handshake between the
+// ingest and ffmpeg.
 
 const TAG_TYPE = { video: FlvTagType.video, audio: FlvTagType.audio, data: FlvTagType.script } as const;
 

@@ -142,7 +142,7 @@ export class MultistreamManager implements LiveSessionObserver {
         target: (id) => targets.get(id),
         renditions: info.renditions,
         hlsDir: info.hlsDir,
-        sourceUrl: info.sourceUrl,
+        source: info.source,
       });
       const changes = diffPushes(new Map([...entry.pushes].map(([k, r]) => [k, r.spec])), plan);
 

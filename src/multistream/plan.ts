@@ -3,7 +3,7 @@
 import type { TargetRecord, TargetRef } from "../db";
 import { variantPlaylist } from "../media";
 import type { EventTarget, Rendition } from "../shapes";
-import type { PushInput } from "./pushArgs";
+import type { PushInput, PushSource } from "./pushArgs";
 
 /** One push a live session should run. */
 export interface PushSpec {
@@ -38,7 +38,8 @@ export interface PlanInput {
   /** The session's renditions: its ladder is fixed when it starts. */
   renditions: Rendition[];
   hlsDir: string;
-  sourceUrl: string;
+  /** The published stream, which a "source" push copies (fed to it when it runs). */
+  source: PushSource;
 }
 
 export const pushKey = (ref: Pick<TargetRef, "id" | "profile" | "videoOnly">) => `${ref.id}/${ref.profile}/${ref.videoOnly ? "video" : "av"}`;
@@ -59,7 +60,7 @@ export function planPushes(o: PlanInput): PushPlan {
     const target: EventTarget = { id: t.id, name: t.name, profile: ref.profile };
     let input: PushInput;
     if (ref.profile === "source") {
-      input = { kind: "source", url: o.sourceUrl };
+      input = { kind: "source", name: o.source.name, feed: o.source.feed };
     } else {
       const r = o.renditions.find((x) => x.name === ref.profile && x.encode !== null);
       if (!r) {

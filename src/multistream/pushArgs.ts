@@ -1,11 +1,27 @@
 // ffmpeg argument lists for multistream pushes, as pure functions.
 
+import type { Writable } from "node:stream";
 import { parseTargetUrl, type TargetUrl } from "./targetUrl";
+
+/**
+ * The published stream as a source push reads it: FLV written into its ffmpeg's stdin by the
+ * ingest as it arrives, with no network hop and no local url for another user to play.
+ */
+export interface PushSource {
+  /** The stream's internal name (its id, never its key): in logs and for tests. */
+  name: string;
+  /**
+   * Starts writing the stream into `into`: the codecs' headers and the newest group of
+   * pictures first, then every message; `into` is ended when the publish ends (or, if it has
+   * not come, after a while). Returns what stops the writing.
+   */
+  feed(into: Writable): () => void;
+}
 
 /** Where a push reads the media it sends. */
 export type PushInput =
-  /** The published stream on the local RTMP server, copied as it arrives. */
-  | { kind: "source"; url: string }
+  /** The published stream, copied as it arrives (on the push's stdin). */
+  | ({ kind: "source" } & PushSource)
   /** One rendition's live HLS playlist, as the session's pipeline writes it (already encoded). */
   | { kind: "rendition"; playlist: string };
 
@@ -106,8 +122,9 @@ export function buildPushArgs(o: PushArgsInput): string[] {
 function inputArgs(o: PushArgsInput): string[] {
   const args: string[] = [];
   if (o.input.kind === "source") {
-    // The local RTMP server never stalls on its own, but a stall must not hang the push.
-    args.push("-rw_timeout", String(PUSH_IO_TIMEOUT_US), "-i", o.input.url);
+    // The ingest writes the publish into ffmpeg's stdin, and ends it when the publish ends (or
+    // stalls: its media timeout), which ends the push like a file's end.
+    args.push("-f", "flv", "-i", "pipe:0");
   } else {
     args.push("-re", "-live_start_index", "-1", "-analyzeduration", "500000", "-i", o.input.playlist);
   }

@@ -60,6 +60,28 @@ export function rtmpDestination(url: TargetUrl, address: string, tls: { verify: 
   };
 }
 
+/**
+ * A push's ffmpeg. A source input is written into its stdin from the ingest, from the spawn
+ * until it exits (then the ingest lets that reader go); a rendition input is a file it reads.
+ */
+function spawnPush(o: AttemptOptions, args: string[], onStdoutLine?: (line: string) => void): SupervisedProcess {
+  const source = o.input.kind === "source" ? o.input : undefined;
+  const p = spawnSupervised(o.registry, {
+    command: o.ffmpegPath,
+    args,
+    log: o.processLog,
+    name: "ffmpeg push",
+    inputPipe: source !== undefined,
+    ...(onStdoutLine ? { onStdoutLine } : {}),
+    tailLines: 20,
+  });
+  if (source && p.stdin) {
+    const stopFeed = source.feed(p.stdin);
+    void p.ended.then(() => stopFeed());
+  }
+  return p;
+}
+
 /** ffmpeg pushes to the destination itself; connected once its -progress shows media written. */
 export class DirectPush implements PushAttempt {
   readonly ended: Promise<AttemptEnd>;
@@ -67,17 +89,11 @@ export class DirectPush implements PushAttempt {
 
   constructor(o: AttemptOptions & { destination: string; tlsVerify: boolean; caFile: string | undefined }) {
     let connected = false;
-    this.process = spawnSupervised(o.registry, {
-      command: o.ffmpegPath,
-      args: buildPushArgs({ input: o.input, videoOnly: o.videoOnly, output: { kind: "direct", destination: o.destination, tlsVerify: o.tlsVerify, caFile: o.caFile } }),
-      log: o.processLog,
-      name: "ffmpeg push",
-      onStdoutLine: (line) => {
-        if (connected || !progressShowsMedia(line)) return;
-        connected = true;
-        o.onConnected();
-      },
-      tailLines: 20,
+    const args = buildPushArgs({ input: o.input, videoOnly: o.videoOnly, output: { kind: "direct", destination: o.destination, tlsVerify: o.tlsVerify, caFile: o.caFile } });
+    this.process = spawnPush(o, args, (line) => {
+      if (connected || !progressShowsMedia(line)) return;
+      connected = true;
+      o.onConnected();
     });
     this.ended = this.process.ended.then((end) => {
       if (end.requested) return { requested: true, inputEnded: false };
@@ -209,20 +225,13 @@ export class RelayPush implements PushAttempt {
     } catch (err) {
       return { requested: this.requested, inputEnded: false, failure: { reason: `could not start the push: ${(err as Error).message}`, permanent: false } };
     }
-    const p = spawnSupervised(this.o.registry, {
-      command: this.o.ffmpegPath,
-      args: buildPushArgs({ input: this.o.input, videoOnly: this.o.videoOnly, output: { kind: "relay", socketPath } }),
-      log: this.o.processLog,
-      name: "ffmpeg push",
-      tailLines: 20,
-    });
+    const p = spawnPush(this.o, buildPushArgs({ input: this.o.input, videoOnly: this.o.videoOnly, output: { kind: "relay", socketPath } }));
     this.process = p;
     if (this.requested || this.failure) void p.stop(2000);
     const end = await p.ended;
     server.close();
     if (!end.requested && end.code !== 0) {
-      const secrets = [this.o.url, ...(this.o.input.kind === "source" ? [this.o.input.url] : [])];
-      this.failure ??= describeRelayInputFailure(end.stderrTail, secrets, end);
+      this.failure ??= describeRelayInputFailure(end.stderrTail, [this.o.url], end);
     }
     // What ffmpeg wrote before it exited is still to be sent.
     if (inputRead) await inputRead;

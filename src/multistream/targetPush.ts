@@ -61,12 +61,11 @@ export class TargetPush {
 
   constructor(private readonly o: TargetPushOptions) {
     // The supervisor logs the command line (debug) and the stderr tail of a failure: both
-    // may hold the url, so they are redacted on their way out (and the local source's url, whose
-    // path is the stream's own key).
-    const source = o.input.kind === "source" ? o.input.url : undefined;
+    // may hold the url, so they are redacted on their way out. A source push reads its stdin:
+    // no url of the stream is anywhere in its argv.
     const redact = (s: string) => {
       let out = s;
-      for (const secret of [this.pinnedUrl, o.url, source]) if (secret) out = redactDestination(out, secret);
+      for (const secret of [this.pinnedUrl, o.url]) if (secret) out = redactDestination(out, secret);
       return out;
     };
     this.processLog = o.log.child({}, { serializers: { args: (v: string) => redact(String(v)), stderrTail: (v: string[]) => v.map(redact) } });

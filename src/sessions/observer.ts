@@ -1,4 +1,5 @@
 import type { Logger } from "../log";
+import type { PipelineInput } from "../media";
 import type { Rendition } from "../shapes";
 
 export interface WrittenSegment {
@@ -26,8 +27,12 @@ export interface LiveSessionInfo {
   /** `<DATA_DIR>/hls/<playbackId>`: rendition i's live playlist is `<hlsDir>/<i>/index.m3u8`. */
   hlsDir: string;
   renditions: Rendition[];
-  /** The published stream on the local RTMP server (the source, as it arrives). */
-  sourceUrl: string;
+  /**
+   * The published stream (the source, as it arrives), written as FLV into a reader's pipe by
+   * the local ingest: source-copy pushes read it on their stdin. FLV carries H.264 only: an
+   * HEVC or AV1 publish's source pushes fail (the pipeline reads those as MP4 instead).
+   */
+  source: Omit<PipelineInput, "format">;
   /** Whether the session is recorded (copied from its stream when it started). */
   record: boolean;
   /** Carries streamId and sessionId on every line. */

@@ -39,11 +39,10 @@ export interface StreamRuntimeDeps {
   registry: ProcessRegistry;
   ffmpegPath: string;
   hlsDir: string;
-  /** Where source-copy pushes pull a published stream from the local RTMP server, by its internal name (the stream id). */
-  rtmpInputUrl(alias: string): string;
   /**
-   * Writes the stream published under an internal name (the stream id) into a pipeline's
-   * stdin as FLV, from the local ingest; returns what stops it (see PipelineInput).
+   * Writes the stream published under an internal name (the stream id) into a reader's stdin
+   * (the pipeline's ffmpeg, a source-copy push's) as FLV, from the local ingest; returns what
+   * stops it (see PipelineInput).
    */
   readSource(alias: string, into: Writable, format: PipeFormat): () => void;
   segmentSeconds: number;
@@ -195,7 +194,8 @@ export class StreamRuntime {
       playbackId: stream.playbackId!,
       hlsDir: path.join(deps.hlsDir, stream.playbackId!),
       renditions: renditionLadder(this.session.profiles, deps.segmentSeconds),
-      sourceUrl: deps.rtmpInputUrl(stream.id),
+      // As FLV, for source-copy pushes (FLV is what they send on): the pipeline's runs read it in the form its codec needs.
+      source: { name: stream.id, feed: (into) => deps.readSource(stream.id, into, "flv") },
       record: session.record,
       log: this.log,
       leaseLost: () => this.leaseLost,

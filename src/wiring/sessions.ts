@@ -17,7 +17,7 @@ import type { EventsArea } from "./events";
 import type { MediaArea } from "./media";
 import type { RecordingsArea } from "./recordings";
 
-/** The local RTMP server as the rest of the server sees it: the pipelines pull from it, the bridges publish to it. Its port and server are set once ingest listens. */
+/** The local RTMP server as the rest of the server sees it: the bridges publish to it, pipelines and pushes read from its ingest. Its port and server are set once ingest listens. */
 export class LocalRtmp {
   server: RtmpIngest | undefined;
   port: number;
@@ -36,7 +36,7 @@ export class LocalRtmp {
     return `rtmp://${this.host}:${this.port}/${INGEST_APP}/${name}`;
   }
 
-  /** The stream under an internal name into a pipeline's stdin; with no ingest here, nothing comes (the pipe ends). */
+  /** The stream under an internal name into a reader's stdin (a pipeline, a source push); with no ingest here, nothing comes (the pipe ends). */
   read(name: string, into: Writable, format: PipeFormat): () => void {
     const reader = format === "mp4" ? new Mp4PipeReader(into) : new FlvPipeReader(into);
     if (!this.server) {
@@ -115,7 +115,8 @@ export async function wireSessions(
     log,
     registry: processes,
     ffmpegPath: ffmpeg?.path,
-    rtmpInputUrl: (name) => rtmp.url(name),
+    // FLV: the relay pushes what it reads as FLV to the session's node (H.264 publishes; see LiveSessionInfo.source).
+    readSource: (name, into) => rtmp.read(name, into, "flv"),
     disconnectPublisher: (id, refusal) => rtmp.server?.disconnect(id, refusal),
   });
   const sessions = new SessionManager({
@@ -131,7 +132,6 @@ export async function wireSessions(
     registry: processes,
     ffmpegPath: ffmpeg?.path,
     hlsDir,
-    rtmpInputUrl: (name) => rtmp.url(name),
     readSource: (name, into, format) => rtmp.read(name, into, format),
     segmentSeconds: config.hlsSegmentSeconds,
     listSize: config.hlsListSize,

@@ -256,7 +256,6 @@ export async function liveWorld(): Promise<LiveWorld> {
     registry: new ProcessRegistry(),
     ffmpegPath: "ffmpeg-not-run",
     hlsDir: path.join(dir, "hls"),
-    rtmpInputUrl: (alias) => `rtmp://127.0.0.1:1935/live/${alias}`,
     // The fake pipelines read nothing: their input is never fed.
     readSource: () => () => undefined,
     segmentSeconds: 1,

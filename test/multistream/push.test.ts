@@ -104,7 +104,7 @@ describe("multistream pushes", () => {
       const audio = probed.streams.find((x) => x.codec_type === "audio");
       if (c.audio) expect(audio).toMatchObject({ codec_name: "aac" });
       else expect(audio).toBeUndefined();
-      // About the pushed length. A source push copies from the GOP the RTMP server holds when the
+      // About the pushed length. A source push copies from the GOP the ingest holds when the
       // session goes live (at most 1 s back) to the publisher's end; a rendition push starts at
       // the newest segment then, here the session's first, so it carries the whole session.
       // Starting the push's ffmpeg and its input probe take up to about a second and a half on
@@ -119,7 +119,7 @@ describe("multistream pushes", () => {
     }
     expect(h.logs.join("")).toMatch(new RegExp(`"targetId":"${tRtmps.id}".*"multistream push connected`));
     expectNoSecrets(rtmp, rtmps, srt);
-    // Nor the stream's own key (the path of the local source a push reads).
+    // Nor the stream's own key.
     expect(h.logs.filter((l) => l.includes('"ffmpeg push"')).join("")).not.toContain(s.streamKey);
     await waitFor("every ffmpeg to exit", () => h.server.processes.size === 0, 10_000);
   });

@@ -85,6 +85,9 @@ it("while an rtmp push runs, no command line of the service's children holds the
   expect(relayed).toHaveLength(1);
   for (const c of children) expect(c.cmdline).not.toContain(rtmp.key);
   expect(children.filter((c) => c.cmdline.includes(`127.0.0.1:${rtmp.port}`))).toEqual([]);
+  // The pipeline and the source pushes read the publish on their stdin: no url of the stream at all.
+  expect(children.filter((c) => c.cmdline.includes("-f flv -i pipe:0"))).toHaveLength(3);
+  for (const c of children) expect(c.cmdline).not.toContain(`/live/${s.id}`);
   // ffmpeg still pushes srt itself (Node has no SRT): its streamid is in argv, as documented.
   expect(children.filter((c) => c.cmdline.includes(srt.key))).toHaveLength(1);
   expect(h.logs.join("")).not.toContain(rtmp.key);

@@ -4,12 +4,13 @@ import { buildPushArgs, destinationMuxer, progressShowsMedia, relayedByOnair } f
 import { parseTargetUrl } from "../../../src/multistream/targetUrl";
 import type { TargetRecord } from "../../../src/db";
 
-const SOURCE = "rtmp://127.0.0.1:1935/live/abcd-efgh-ijkl-mnop";
+// The published stream, fed to a source push's stdin when it runs: the plan and the argv only name it.
+const SOURCE = { kind: "source" as const, name: "abcd-efgh-ijkl-mnop", feed: () => () => undefined };
 const PLAYLIST = "/data/hls/pb/1/index.m3u8";
 
 describe("buildPushArgs", () => {
   it.each([
-    ["the source, relayed: FLV into onair's socket, no destination anywhere", { kind: "source" as const, url: SOURCE }, false, `-rw_timeout 10000000 -i ${SOURCE} -map 0:v:0 -map 0:a:0? -c copy -f flv -flvflags no_duration_filesize unix:/tmp/onair-push-x/flv.sock`],
+    ["the source, relayed: FLV from its stdin into onair's socket, no destination anywhere", SOURCE, false, `-f flv -i pipe:0 -map 0:v:0 -map 0:a:0? -c copy -f flv -flvflags no_duration_filesize unix:/tmp/onair-push-x/flv.sock`],
     ["a rendition, video only, relayed", { kind: "rendition" as const, playlist: PLAYLIST }, true, `-re -live_start_index -1 -analyzeduration 500000 -i ${PLAYLIST} -map 0:v:0 -an -c copy -f flv -flvflags no_duration_filesize unix:/tmp/onair-push-x/flv.sock`],
   ])("%s", (_case, input, videoOnly, expected) => {
     const args = buildPushArgs({ input, output: { kind: "relay", socketPath: "/tmp/onair-push-x/flv.sock" }, videoOnly });
@@ -21,19 +22,19 @@ describe("buildPushArgs", () => {
   it.each([
     // [case, input, destination, videoOnly, expected arguments after the common prefix]
     [
-      "source to RTMP: copied from the local RTMP server, audio if any",
-      { kind: "source" as const, url: SOURCE },
+      "source to RTMP: copied from its stdin (the ingest writes it), audio if any",
+      SOURCE,
       "rtmp://a.example.com/live2/KEY123456",
       false,
-      `-rw_timeout 10000000 -i ${SOURCE} -map 0:v:0 -map 0:a:0? -c copy -f flv -flvflags no_duration_filesize -rw_timeout 10000000 rtmp://a.example.com/live2/KEY123456`,
+      `-f flv -i pipe:0 -map 0:v:0 -map 0:a:0? -c copy -f flv -flvflags no_duration_filesize -rw_timeout 10000000 rtmp://a.example.com/live2/KEY123456`,
     ],
     [
       "source to RTMPS, video only",
-      { kind: "source" as const, url: SOURCE },
+      SOURCE,
       "rtmps://b.example.com:443/app/KEY",
       true,
       // ffmpeg does not verify rtmps certificates unless told to.
-      `-rw_timeout 10000000 -i ${SOURCE} -map 0:v:0 -an -c copy -f flv -flvflags no_duration_filesize -tls_verify 1 -rw_timeout 10000000 rtmps://b.example.com:443/app/KEY`,
+      `-f flv -i pipe:0 -map 0:v:0 -an -c copy -f flv -flvflags no_duration_filesize -tls_verify 1 -rw_timeout 10000000 rtmps://b.example.com:443/app/KEY`,
     ],
     [
       "a rendition to SRT: its live HLS from the newest segment, paced, as MPEG-TS",
@@ -61,13 +62,13 @@ describe("buildPushArgs", () => {
 
   it("refuses a destination it cannot mux for, or one that is not a clean url", () => {
     for (const destination of ["http://x/y", "\trtmp://x.example.com/app/k", "rtmp://x.example.com/app/k\n-f", "srt://0.0.0.0:40007?mode=listener"]) {
-      expect(() => buildPushArgs({ input: { kind: "source", url: SOURCE }, output: { kind: "direct", destination }, videoOnly: false })).toThrow(/multistream destination must be a valid rtmp/);
+      expect(() => buildPushArgs({ input: SOURCE, output: { kind: "direct", destination }, videoOnly: false })).toThrow(/multistream destination must be a valid rtmp/);
     }
   });
 
   it("a Facebook rtmps url: the query stays in the stream name, one argument, last; the certificate verified against the CA file", () => {
     const url = "rtmps://live-api-s.facebook.com:443/rtmp/FB-1234567890-0-AbCdEf?s_bl=1&s_sw=0";
-    const args = buildPushArgs({ input: { kind: "source", url: SOURCE }, output: { kind: "direct", destination: url, caFile: "/etc/ssl/certs/ca-certificates.crt" }, videoOnly: false });
+    const args = buildPushArgs({ input: SOURCE, output: { kind: "direct", destination: url, caFile: "/etc/ssl/certs/ca-certificates.crt" }, videoOnly: false });
     expect(args.slice(-9, -1)).toEqual(["-flvflags", "no_duration_filesize", "-tls_verify", "1", "-ca_file", "/etc/ssl/certs/ca-certificates.crt", "-rw_timeout", "10000000"]);
     expect(args[args.length - 1]).toBe(url);
     // Nothing of the query became an argument of its own.
@@ -76,10 +77,10 @@ describe("buildPushArgs", () => {
   });
 
   it("tlsVerify: false leaves ffmpeg's default (no verification); other schemes never get TLS options", () => {
-    const rtmps = buildPushArgs({ input: { kind: "source", url: SOURCE }, output: { kind: "direct", destination: "rtmps://b.example.com/app/KEY", tlsVerify: false, caFile: "/ca.crt" }, videoOnly: false });
+    const rtmps = buildPushArgs({ input: SOURCE, output: { kind: "direct", destination: "rtmps://b.example.com/app/KEY", tlsVerify: false, caFile: "/ca.crt" }, videoOnly: false });
     expect(rtmps).not.toContain("-tls_verify");
     expect(rtmps).not.toContain("-ca_file");
-    const rtmp = buildPushArgs({ input: { kind: "source", url: SOURCE }, output: { kind: "direct", destination: "rtmp://b.example.com/app/KEY", caFile: "/ca.crt" }, videoOnly: false });
+    const rtmp = buildPushArgs({ input: SOURCE, output: { kind: "direct", destination: "rtmp://b.example.com/app/KEY", caFile: "/ca.crt" }, videoOnly: false });
     expect(rtmp).not.toContain("-tls_verify");
   });
 
@@ -133,15 +134,15 @@ describe("planPushes and diffPushes", () => {
     ],
     2,
   );
-  const base = { hlsDir: "/data/hls/pb", sourceUrl: SOURCE, renditions: ladder };
+  const base = { hlsDir: "/data/hls/pb", source: SOURCE, renditions: ladder };
   const targets = new Map([T("a"), T("b"), T("c", { disabled: true }), T("d")].map((t) => [t.id, t]));
   const target = (id: string) => targets.get(id);
   const ref = (id: string, profile: string, videoOnly = false) => ({ id, profile, videoOnly });
 
-  it("source reads the local RTMP; a rendition reads its own live playlist; disabled targets are skipped", () => {
+  it("source reads the publish (fed to it); a rendition reads its own live playlist; disabled targets are skipped", () => {
     const plan = planPushes({ ...base, target, refs: [ref("a", "source"), ref("b", "360p", true), ref("c", "source")] });
     expect(plan.wanted).toEqual([
-      { key: "a/source/av", target: { id: "a", name: "name-a", profile: "source" }, url: "rtmp://a.example.com/app/key-a", tlsVerify: true, videoOnly: false, input: { kind: "source", url: SOURCE } },
+      { key: "a/source/av", target: { id: "a", name: "name-a", profile: "source" }, url: "rtmp://a.example.com/app/key-a", tlsVerify: true, videoOnly: false, input: SOURCE },
       { key: "b/360p/video", target: { id: "b", name: "name-b", profile: "360p" }, url: "rtmp://b.example.com/app/key-b", tlsVerify: true, videoOnly: true, input: { kind: "rendition", playlist: "/data/hls/pb/1/index.m3u8" } },
     ]);
     expect([...plan.disabled]).toEqual(["c/source/av"]);
@@ -159,7 +160,7 @@ describe("planPushes and diffPushes", () => {
     expect(plan.problems).toEqual([{ key: "a/1080p/av", target: { id: "a", name: "name-a", profile: "1080p" }, error: expect.stringContaining(`it has "720p", "360p"`) }]);
     const passthrough = planPushes({ ...base, renditions: renditionLadder([], 2), target, refs: [ref("a", "360p"), ref("b", "source")] });
     expect(passthrough.problems[0]!.error).toContain("passes the source through");
-    expect(passthrough.wanted.map((w) => w.input)).toEqual([{ kind: "source", url: SOURCE }]);
+    expect(passthrough.wanted.map((w) => w.input)).toEqual([SOURCE]);
   });
 
   it("diff: starts what is new, stops what went or changed, leaves the rest", () => {
