@@ -13,7 +13,7 @@ export interface RelayedMedia {
   body: Buffer;
 }
 
-/** Where a reader's copy goes (the pipeline's pipe, an RTMP play connection). */
+/** Where a reader's copy goes (the pipe into a pipeline's or a push's ffmpeg). */
 export interface SourceReader {
   /** Writes without waiting; false when the reader can take no more (it has gone). */
   sendMedia(media: RelayedMedia): boolean;

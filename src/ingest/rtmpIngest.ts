@@ -4,19 +4,20 @@ import { RtmpServer, type PlayDecision, type PlayRequest, type PublishDecision, 
 import { audioForPipeline, videoForPipeline } from "./flvForm";
 import { refuseAudio, refuseVideo } from "./mediaCheck";
 import { PublishStats, type PublishStatsView } from "./publishStats";
-import { LiveSource, type RelayedMedia, type SourceReader } from "./liveSource";
+import { LiveSource, type SourceReader } from "./liveSource";
 import type { BridgeTickets } from "./bridges";
 import { refusePublish, type IngestProtocol, type PublishRefusal } from "../shapes";
 
 // onair's RTMP ingest on its own RTMP server (src/rtmp): encoders publish to
-// `/live/<stream key>`; an admitted publish goes on under the stream's internal name, which the
-// pipeline's ffmpeg and multistream pushes play from this machine. Admission is synchronous
-// (the stream keys are in memory), so a refused encoder gets its RTMP status before
-// NetStream.Publish.Start: OBS shows the reason instead of retrying a dropped connection.
+// `/live/<stream key>`; an admitted publish goes on under the stream's internal name, under
+// which the pipeline's ffmpeg and source pushes read it through pipes (`read`); nothing plays
+// it over RTMP. Admission is synchronous (the stream keys are in memory), so a refused encoder
+// gets its RTMP status before NetStream.Publish.Start: OBS shows the reason instead of
+// retrying a dropped connection.
 
 export const INGEST_APP = "live";
 
-/** A connection that neither publishes nor plays by then is dropped (garbage, port scans). */
+/** A connection that does not publish by then is dropped (garbage, port scans). */
 const IDLE_CONNECTION_MS = 15_000;
 
 /** A local reader may ask for a stream this long before its publish is there (a restart racing a reconnect). */
@@ -76,7 +77,7 @@ interface Publish {
   firstVideoTimer?: NodeJS.Timeout;
   /** Starts it video-only if no audio comes. */
   audioGraceTimer?: NodeJS.Timeout;
-  /** The stream's internal name, which its readers play. */
+  /** The stream's internal name, under which its readers read it. */
   alias: string;
   connection: RtmpServerConnection;
   source: LiveSource;
@@ -93,9 +94,9 @@ export interface PublisherStats extends PublishStatsView {
 }
 
 /**
- * An admitted publish carries the stream's internal name: the local RTMP path it is published
- * under (`/live/<alias>`), which the pipeline and pushes read. The stream key, a secret, then
- * appears in no command line (`ps` shows every argv to every local user).
+ * An admitted publish carries the stream's internal name, under which the pipeline and pushes
+ * read it (`read`). The stream key, a secret, then appears in no command line nor log (`ps`
+ * shows every argv to every local user).
  */
 export type Admission = { refusal: PublishRefusal } | { alias: string };
 
@@ -137,31 +138,13 @@ export function streamKeyFromPath(streamPath: string): string | undefined {
   return m && m[1] === INGEST_APP ? m[2] : undefined;
 }
 
-
-/** Whether a connection comes from this machine (the pipeline, pushes, bridges). */
+/** Whether a connection comes from this machine (the bridges). */
 function isLocal(connection: RtmpServerConnection): boolean {
   const remote = connection.remoteAddress.replace(/^::ffff:/, "");
   return remote === "127.0.0.1" || remote === "::1" || remote === connection.localAddress.replace(/^::ffff:/, "");
 }
 
-/** An RTMP play connection as its source sees it. */
-class PlayConnection implements SourceReader {
-  constructor(readonly connection: RtmpServerConnection) {}
-  sendMedia(media: RelayedMedia): boolean {
-    return this.connection.sendMedia(media);
-  }
-  endPlay(): void {
-    this.connection.endPlay();
-  }
-  cut(): void {
-    this.connection.close();
-  }
-  get bufferedBytes(): number {
-    return this.connection.bufferedBytes;
-  }
-}
-
-/** A local reader (a pipe or a play connection) and the publish it reads. */
+/** A local reader (a pipe into an ffmpeg) and the publish it reads. */
 class LocalReader {
   /** The publish it reads (after a takeover, the old one's until that one ends). */
   private source: LiveSource | undefined;
@@ -335,30 +318,20 @@ export class RtmpIngest {
     return undefined;
   }
 
-  /** Only this machine (the pipeline, pushes) may play streams over RTMP; viewers use HLS and WebRTC. */
+  /**
+   * No one plays streams over RTMP: viewers use HLS and WebRTC, and this machine's own readers
+   * (the pipeline, source pushes, publish relays) are pipes fed by `read`.
+   */
   private onPlay(request: PlayRequest): PlayDecision {
-    const { connection } = request;
-    if (!isLocal(connection)) {
-      this.log.info({ ip: connection.remoteAddress }, "RTMP play refused: viewers play HLS");
-      return { ok: false, code: "NetStream.Play.Failed", description: "this server does not play streams over RTMP: play HLS or WebRTC" };
-    }
-    const alias = streamKeyFromPath(`/${request.app}/${request.streamName.split("?")[0]}`);
-    if (alias === undefined) return { ok: false, code: "NetStream.Play.StreamNotFound", description: `play ${INGEST_APP}/<name> only` };
-    let leave: (() => void) | undefined;
-    return {
-      ok: true,
-      reader: {
-        // Runs after the answer (Play.Start) has been sent: media may follow.
-        started: () => void (leave = this.read(alias, new PlayConnection(connection))),
-        end: () => leave?.(),
-      },
-    };
+    this.log.info({ ip: request.connection.remoteAddress }, "RTMP play refused: viewers play HLS");
+    return { ok: false, code: "NetStream.Play.Failed", description: "this server does not play streams over RTMP: play HLS or WebRTC" };
   }
 
   /**
-   * A local reader of the stream under an internal name (the pipeline's pipe, a play
-   * connection): it joins the publish there now, or waits a while for one (the pipeline
-   * restarted while the encoder reconnects), then gets its end. Returns what lets it go.
+   * A local reader of the stream under an internal name (the pipe into a pipeline's, a source
+   * push's or a publish relay's ffmpeg): it joins the publish there now, or waits a while for
+   * one (the pipeline restarted while the encoder reconnects), then gets its end. Returns what
+   * lets it go.
    */
   read(alias: string, reader: SourceReader): () => void {
     const local = new LocalReader(reader);

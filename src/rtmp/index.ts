@@ -1,5 +1,5 @@
 // RTMP, spoken by onair itself: pure codecs (AMF0, the chunk stream, FLV tags, the handshake),
-// a publisher for multistream pushes, and the server side that takes publishers and local players. The codecs
+// a publisher for multistream pushes, and the server side that takes publishers and players (its caller decides: onair's ingest refuses every play). The codecs
 // know no sockets, so the publisher and the server share them. Enhanced RTMP (HEVC/AV1/VP9, multitrack) media tags come from ./enhanced.
 export { Amf0EcmaArray, Amf0Error, amf0Text, decodeAmf0, encodeAmf0, isAmf0Object, type Amf0Object, type Amf0Value } from "./amf0";
 export { ChunkReader, ChunkWriter, controlMessage, pingResponse, RtmpChunkError, RtmpType, UserControl, type ChunkReaderLimits, type RtmpMessage } from "./chunks";

@@ -2,7 +2,7 @@ import { amf0Text, encodeAmf0, isAmf0Object, type Amf0Object, type Amf0Value } f
 import { controlMessage, RtmpType, UserControl, type RtmpMessage } from "./chunks";
 import { CapsEx, connectCapsReply, readConnectCaps, reconnectRequestStatus, type ConnectCaps, type ServerCaps } from "./enhancedConnect";
 
-// The command side of an RTMP server that takes publishers and local players, as pure functions from (state,
+// The command side of an RTMP server that takes publishers and players, as pure functions from (state,
 // command) to (new state, what to send, what happened). No socket, no clock, no promise: the
 // connection (server.ts) carries the bytes and asks its caller whether a publish or a play may go
 // on, and every exchange an encoder or a player can start is a row of a table test here.
