@@ -59,7 +59,7 @@ describe("refusals carry an RTMP status with the reason", () => {
     expect(await client.nextStatus()).toMatchObject({
       level: "error",
       code: "NetStream.Publish.Rejected",
-      description: "video codec Sorenson H.263 is not supported: send H.264 video (with AAC audio)",
+      description: "video codec Sorenson H.263 is not supported: send H.264, HEVC or AV1 video (with AAC audio)",
     });
     await client.closed;
     expect((await api("GET", `/stream/${s.id}/sessions`)).body).toEqual([]);
