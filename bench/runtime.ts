@@ -3,11 +3,17 @@
 // The figures of issue 13, each next to a baseline measured in the same run (the machines are
 // small and shared: ratios compare across runs, bare times do not):
 //   1. memory: the server's RSS (VmRSS of its own process) every second for BENCH_WINDOW s while
-//      an 8 Mb/s publisher feeds a passthrough stream and a local RTMP reader takes 20 KB/s
-//      (ffmpeg behind a throttling TCP proxy in this process). Baseline: a bare relay on the same
-//      RTMP server (bench/bareRelay.ts), which queues for such a reader without bound. onair cuts a reader more than 4 s
-//      behind; ours then reconnects after 1 s, as a retrying client would, so the pressure lasts
-//      the whole window. Target: peak growth < 20 MiB.
+//      an 8 Mb/s publisher feeds a passthrough stream and its one slow local reader takes 20 KB/s.
+//      In onair that reader is a multistream `source` push (the publish fed to its ffmpeg on a
+//      pipe, published by onair over RTMP) to a destination behind a throttling TCP proxy in this
+//      process (a bare relay taking the push, bench/bareRelay.ts): onair cuts a local reader more
+//      than 4 s of its publisher's rate (at least 4 MiB) plus the cached GOP behind, the proxy
+//      then drops the push's connection (what it holds would take minutes at 20 KB/s) and the push
+//      retries on its own back-off (1, 2, 4 s…), so the pressure lasts the whole window. Baseline:
+//      a bare relay on onair's RTMP server, which queues without bound for a slow RTMP play reader
+//      (ffmpeg behind the same proxy, reconnecting 1 s after it ends). "Before" is taken once the
+//      RSS has settled after the publish went live (onair grows by tens of MiB in its first
+//      seconds live, reader or not). Target: peak growth < 20 MiB.
 //   2. capacity: TRANSCODE_BUDGET fits BENCH_LADDERS default ladders; one publish more must be
 //      refused ("server at capacity") and the first ones keep speed >= 0.98. Baseline: the same
 //      publishes with an unlimited budget, all admitted.
@@ -35,9 +41,11 @@ const MEMORY_TARGET_MIB = 20;
 const SPEED_TARGET = 0.98;
 const DROP_MS = 2000;
 const BEFORE_SAMPLES = 5;
+const SETTLED_MIB = 2;
+const SETTLE_MAX_S = 30;
 const LIVE_TIMEOUT_MS = 60_000;
-/** The cap's log line: "RTMP reader fell more than 4 s behind its publisher: cut off". */
-const CUT_MESSAGE = "RTMP reader fell more than";
+/** The cap's log line: "a local reader (pipeline, push) fell more than 4 s behind its publisher: cut off" (src/ingest/rtmpIngest.ts). */
+const CUT_MESSAGE = "a local reader (pipeline, push) fell more than";
 
 interface Profile { name: string; bitrate: number; fps: number; width: number; height: number }
 interface Stream { id: string; streamKey: string; playbackId: string }
@@ -169,26 +177,30 @@ function publish(ffmpeg: string, clip: string, url: string, name: string, errors
 // 1. A slow reader and the server's memory
 
 /**
- * A TCP proxy on 127.0.0.1 that passes client→server bytes as they come and server→client bytes
- * at `rate` bytes/s (a token bucket; the upstream socket is paused while it is spent): the RTMP
- * server sees a loopback reader that falls behind, as it would a slow multistream destination.
+ * A TCP proxy on 127.0.0.1 in front of `upstreamPort` that passes one direction's bytes at
+ * `rate` bytes/s (a token bucket; the sending socket is paused while it is spent) and the other
+ * as they come. "to client": the server's bytes to a player (an RTMP reader falling behind);
+ * "to server": a client's bytes to the server (a publisher to a slow multistream destination).
+ * `forwarded` counts the throttled direction's bytes, `connections` the clients taken.
  */
-async function slowProxy(upstreamPort: number, rate: number) {
+async function slowProxy(upstreamPort: number, rate: number, throttled: "to client" | "to server") {
   const sockets = new Set<net.Socket>();
-  const stats = { forwarded: 0 };
+  const stats = { forwarded: 0, connections: 0 };
   const server = net.createServer((client) => {
+    stats.connections++;
     const upstream = net.connect(upstreamPort, "127.0.0.1");
+    const [from, to] = throttled === "to client" ? [upstream, client] : [client, upstream];
     let tokens = rate / 10;
     const refill = setInterval(() => {
       tokens = Math.min(rate, tokens + rate / 10);
-      if (tokens > 0 && upstream.isPaused()) upstream.resume();
+      if (tokens > 0 && from.isPaused()) from.resume();
     }, 100);
-    upstream.on("data", (chunk: Buffer) => {
-      client.write(chunk);
+    from.on("data", (chunk: Buffer) => {
+      to.write(chunk);
       stats.forwarded += chunk.length;
-      if ((tokens -= chunk.length) <= 0) upstream.pause();
+      if ((tokens -= chunk.length) <= 0) from.pause();
     });
-    client.pipe(upstream);
+    to.pipe(from);
     for (const s of [client, upstream]) {
       sockets.add(s);
       s.on("error", () => undefined).on("close", () => {
@@ -204,81 +216,131 @@ async function slowProxy(upstreamPort: number, rate: number) {
   return { port: (server.address() as net.AddressInfo).port, stats, dropAll, close: () => (dropAll(), server.close()) };
 }
 
-interface MemoryResult { side: string; before: number; rss: { s: number; mib: number }[]; connects: number; readerKBps: number; firstCutS?: number; cutsMetric?: number }
+type SlowProxy = Awaited<ReturnType<typeof slowProxy>>;
 
-/** A 20 KB/s reader of `streamPath` (reconnecting 1 s after each cut); the RSS of `pid` every second for WINDOW_S. */
-async function slowReaderWindow(side: string, pid: number, ffmpeg: string, rtmpPort: number, streamPath: string, cuts: number[]): Promise<MemoryResult> {
-  const proxy = await slowProxy(rtmpPort, READER_BYTES_PER_S);
-  const result: MemoryResult = { side, before: NaN, rss: [], connects: 0, readerKBps: 0 };
+interface MemoryResult { side: string; settleS: number; before: number; rss: { s: number; mib: number }[]; connects: number; readerKBps: number; firstCutS?: number; cutsMetric?: number }
+
+/**
+ * Waits until the RSS of `pid` has moved less than SETTLED_MIB over the last 3 s (at most
+ * SETTLE_MAX_S); returns how long that took. A server that has just gone live keeps growing
+ * for some seconds with no reader at all (onair at 8 Mb/s: about 10 MiB a second for the 5 s
+ * after isActive, then flat): a "before" taken during that ramp counted it against the reader.
+ */
+async function settled(pid: number): Promise<number> {
+  const start = now();
+  const seen: number[] = [];
+  for (;;) {
+    seen.push(rssMiB(pid));
+    const last = seen.slice(-4);
+    if ((last.length === 4 && Math.max(...last) - Math.min(...last) < SETTLED_MIB) || since(start) >= SETTLE_MAX_S) return since(start);
+    await sleep(1000);
+  }
+}
+
+/**
+ * The RSS of `pid` every second for WINDOW_S from `begin()`, which sets the slow reader going
+ * through `proxy`, against its median over the BEFORE_SAMPLES s before. After each cut (`cuts`,
+ * from the server's log) the proxy drops its connections: it still holds what the server had
+ * sent, minutes of it at this rate. `player` is a reader the bench runs itself (an RTMP play),
+ * started again 1 s after it ended or was cut; without one the reader is the server's own (a
+ * push), which retries by itself.
+ */
+async function slowReaderWindow(side: string, pid: number, proxy: SlowProxy, cuts: number[], begin: () => Promise<void>, player?: () => Child): Promise<MemoryResult> {
+  const result: MemoryResult = { side, settleS: await settled(pid), before: NaN, rss: [], connects: 0, readerKBps: 0 };
   // The start, as the median of the 5 s before the reader: one reading may catch the garbage
   // of the server's start-up just before a collection.
   const before: number[] = [];
   for (let k = 0; k < BEFORE_SAMPLES; k++, await sleep(1000)) before.push(rssMiB(pid));
   result.before = median(before);
   let reader: Child | undefined;
-  const connect = () => {
-    result.connects++;
-    reader = new Child("slow reader", ffmpeg, ["-hide_banner", "-nostdin", "-loglevel", "error", "-i", `rtmp://127.0.0.1:${proxy.port}${streamPath}`, "-c", "copy", "-f", "null", "-"]);
-  };
   const start = now();
   try {
-    connect();
+    await begin();
+    reader = player?.();
     let handled = 0;
     let reconnectAt: number | undefined;
     for (let tick = 1; since(start) < WINDOW_S; tick++) {
       result.rss.push({ s: since(start), mib: rssMiB(pid) });
       if (cuts.length > handled) {
-        // Cut off by the server: the proxy still holds what the server had sent, so end it here.
         result.firstCutS ??= (cuts[0]! - start) / 1000;
         handled = cuts.length;
         proxy.dropAll();
-        await reader?.stop(1000, "SIGKILL");
-        reconnectAt = now() + 1000;
-      } else if (reconnectAt === undefined && !reader?.isRunning) reconnectAt = now() + 1000;
-      if (reconnectAt !== undefined && now() >= reconnectAt) {
+        if (player) {
+          await reader?.stop(1000, "SIGKILL");
+          reconnectAt = now() + 1000;
+        }
+      } else if (player && reconnectAt === undefined && !reader?.isRunning) reconnectAt = now() + 1000;
+      if (player && reconnectAt !== undefined && now() >= reconnectAt) {
         reconnectAt = undefined;
-        connect();
+        reader = player();
       }
       await sleep(Math.max(0, start + tick * 1000 - now()));
     }
     result.rss.push({ s: since(start), mib: rssMiB(pid) });
   } finally {
     await reader?.stop(1000, "SIGKILL");
-    proxy.close();
   }
+  result.connects = proxy.stats.connections;
   result.readerKBps = proxy.stats.forwarded / 1024 / since(start);
   return result;
 }
 
+/** bench/bareRelay.ts, listening; stopped by its PID. */
+async function startBareRelay(): Promise<{ relay: Child; port: number }> {
+  let port: number | undefined;
+  const relay = new Child("bare relay", process.execPath, ["--import", "tsx", "bench/bareRelay.ts"], { cwd: ROOT, onStdout: (l) => (port ??= Number(/^port (\d+)/.exec(l)?.[1]) || undefined) });
+  try {
+    return { relay, port: await waitFor("the bare relay's port", 20_000, () => port) };
+  } catch (err) {
+    await relay.stop(3000, "SIGTERM");
+    throw err;
+  }
+}
+
 async function memoryOnair(workDir: string, clip: string): Promise<MemoryResult> {
-  const o = await startOnair(workDir, {});
+  // The push's destination: a bare relay (nobody plays from it) behind the proxy, which takes
+  // what onair publishes to it at 20 KB/s.
+  const { relay, port } = await startBareRelay();
+  let proxy: SlowProxy | undefined;
+  let o: Onair | undefined;
   let publisher: Child | undefined;
   try {
-    const s = await createStream(o, "bench slow reader", []);
-    publisher = publish(o.ffmpeg, clip, ingestUrl(o, s), "8 Mb/s publisher");
-    await waitActive(o, s);
-    // Admitted publishes are served locally under the stream's id, never its key (rtmpIngest.ts).
-    const r = await slowReaderWindow("onair", o.pid, o.ffmpeg, o.rtmpPort, `/live/${s.id}`, o.cuts);
-    r.cutsMetric = metricSum(await scrape(o), "onair_rtmp_readers_cut_total");
+    proxy = await slowProxy(port, READER_BYTES_PER_S, "to server");
+    // The destination is on loopback, which the outbound policy refuses by default.
+    o = await startOnair(workDir, { ALLOW_PRIVATE_DESTINATIONS: "true" });
+    const server = o;
+    // Disabled until the window: the RSS before is the publish's alone, as on the bare relay.
+    const target = await api<{ id: string }>(server, "POST", "/multistream/target", { name: "bench slow destination", url: `rtmp://127.0.0.1:${proxy.port}/live/sink`, disabled: true });
+    const s = await api<Stream>(server, "POST", "/stream", { name: "bench slow push", profiles: [], multistream: { targets: [{ id: target.id, profile: "source" }] } });
+    publisher = publish(server.ffmpeg, clip, ingestUrl(server, s), "8 Mb/s publisher");
+    await waitActive(server, s);
+    // Enabling the target starts the push at once (the stream is live).
+    const r = await slowReaderWindow("onair", server.pid, proxy, server.cuts, () => api(server, "PATCH", `/multistream/target/${target.id}`, { disabled: false }));
+    r.cutsMetric = metricSum(await scrape(server), "onair_rtmp_readers_cut_total");
     if (!publisher.isRunning) throw new Error(`the publisher ended during the window: ${publisher.describeExit()}`);
     return r;
   } finally {
     await publisher?.stop();
-    await stopOnair(o);
+    if (o) await stopOnair(o);
+    proxy?.close();
+    await relay.stop(3000, "SIGTERM");
   }
 }
 
 async function memoryBareRelay(ffmpeg: string, clip: string): Promise<MemoryResult> {
-  let port: number | undefined;
-  const relay = new Child("bare relay", process.execPath, ["--import", "tsx", "bench/bareRelay.ts"], { cwd: ROOT, onStdout: (l) => (port ??= Number(/^port (\d+)/.exec(l)?.[1]) || undefined) });
+  const { relay, port } = await startBareRelay();
+  let proxy: SlowProxy | undefined;
   let publisher: Child | undefined;
   try {
-    await waitFor("the bare relay's port", 20_000, () => port);
+    proxy = await slowProxy(port, READER_BYTES_PER_S, "to client");
+    const url = `rtmp://127.0.0.1:${proxy.port}/live/bench`;
     publisher = publish(ffmpeg, clip, `rtmp://127.0.0.1:${port}/live/bench`, "8 Mb/s publisher");
     await sleep(4000); // about onair's time to isActive: the publish and its GOP cache are up
-    return await slowReaderWindow("bare relay", relay.pid!, ffmpeg, port!, "/live/bench", []);
+    const player = () => new Child("slow reader", ffmpeg, ["-hide_banner", "-nostdin", "-loglevel", "error", "-i", url, "-c", "copy", "-f", "null", "-"]);
+    return await slowReaderWindow("bare relay", relay.pid!, proxy, [], async () => undefined, player);
   } finally {
     await publisher?.stop();
+    proxy?.close();
     await relay.stop(3000, "SIGTERM");
   }
 }
@@ -296,8 +358,9 @@ async function memoryPart(workDir: string, ffmpeg: string): Promise<string[]> {
   // A reader that got no media (a wrong path) measures nothing.
   const reading = results.every((r) => r.readerKBps >= 0.8 * (READER_BYTES_PER_S / 1024));
   return [
-    `1. slow reader: 8 Mb/s publisher (passthrough), one RTMP reader at ${READER_BYTES_PER_S / 1024} KB/s; the server's RSS every second for ${WINDOW_S} s from the reader's connect, against its median over the ${BEFORE_SAMPLES} s before`, "",
+    `1. slow reader: 8 Mb/s publisher (passthrough), one reader at ${READER_BYTES_PER_S / 1024} KB/s (onair: a source push to a slow destination; bare relay: an RTMP player); the server's RSS every second for ${WINDOW_S} s from the reader's start, against its median over the ${BEFORE_SAMPLES} s before`, "",
     formatTable(["server", "RSS before MiB", "end MiB", "growth MiB", "peak growth MiB", "slope MiB/min", "reader KB/s", "reader connects", "first cut s / cuts (metric)"], rows), "",
+    `   before: after the RSS had settled (moved < ${SETTLED_MIB} MiB over 3 s, at most ${SETTLE_MAX_S} s): onair ${fixed(onair.settleS, 0)} s after isActive, bare relay ${fixed(bare.settleS, 0)} s after 4 s of publish${results.some((r) => r.settleS >= SETTLE_MAX_S) ? " (not settled: the growth includes the server's own)" : ""}`,
     `   peak growth, onair / bare relay: ${fixed(peak(onair) / peak(bare), 2)}`,
     ...(reading ? [] : [`MISS memory: a reader took less than 80 % of ${READER_BYTES_PER_S / 1024} KB/s: it was not reading the stream, the figures mean nothing`]),
     `${reading && peak(onair) < MEMORY_TARGET_MIB ? "PASS" : "MISS"} memory: onair's RSS peak growth ${fixed(peak(onair), 1)} MiB (target < ${MEMORY_TARGET_MIB}); the reader was cut ${onair.firstCutS === undefined ? "never" : `first after ${fixed(onair.firstCutS, 1)} s`}`,
