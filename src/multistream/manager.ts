@@ -143,6 +143,7 @@ export class MultistreamManager implements LiveSessionObserver {
         renditions: info.renditions,
         hlsDir: info.hlsDir,
         source: info.source,
+        sourceCodec: info.sourceCodec(),
       });
       const changes = diffPushes(new Map([...entry.pushes].map(([k, r]) => [k, r.spec])), plan);
 

@@ -1,6 +1,7 @@
 // Which pushes a live session should have, and how to get there from the ones it has: pure.
 
 import type { TargetRecord, TargetRef } from "../db";
+import { PASSTHROUGH_VIDEO } from "../ingest";
 import { variantPlaylist } from "../media";
 import type { EventTarget, Rendition } from "../shapes";
 import type { PushInput, PushSource } from "./pushArgs";
@@ -40,6 +41,8 @@ export interface PlanInput {
   hlsDir: string;
   /** The published stream, which a "source" push copies (fed to it when it runs). */
   source: PushSource;
+  /** The publisher's video codec, when known: a source push sends FLV, which carries H.264 only. */
+  sourceCodec?: string | undefined;
 }
 
 export const pushKey = (ref: Pick<TargetRef, "id" | "profile" | "videoOnly">) => `${ref.id}/${ref.profile}/${ref.videoOnly ? "video" : "av"}`;
@@ -60,6 +63,10 @@ export function planPushes(o: PlanInput): PushPlan {
     const target: EventTarget = { id: t.id, name: t.name, profile: ref.profile };
     let input: PushInput;
     if (ref.profile === "source") {
+      if (o.sourceCodec !== undefined && o.sourceCodec !== PASSTHROUGH_VIDEO) {
+        plan.problems.push({ key, target, error: `the source is ${o.sourceCodec}, which a source push cannot send (it sends FLV, which carries ${PASSTHROUGH_VIDEO} only): push one of the stream's profiles instead` });
+        continue;
+      }
       input = { kind: "source", name: o.source.name, feed: o.source.feed };
     } else {
       const r = o.renditions.find((x) => x.name === ref.profile && x.encode !== null);

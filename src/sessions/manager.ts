@@ -228,6 +228,9 @@ export class SessionManager implements IngestHandlers, LiveControl {
       const controlSeq = (await store.nodes.controlStates([streamId]))[0]?.controlSeq ?? 0;
       const stream = await store.streams.get(streamId);
       if (!stream || stream.suspended) return stream ? refusePublish("suspended", `stream ${stream.id} is suspended`) : refusePublish("unknown", "unknown stream key");
+      // The ladder the session will have is the stream's as read now (the key index may lag).
+      const untranscodable = this.untranscodable(publisherId, stream.profiles.length === 0);
+      if (untranscodable) return untranscodable;
       // One node runs a stream at a time: its lease, taken here with a new epoch, renewed by the
       // heartbeat. The user's live streams on every node count against their cap.
       await this.released.get(streamId);
@@ -236,6 +239,11 @@ export class SessionManager implements IngestHandlers, LiveControl {
       if (!claim.taken) {
         if ("liveStreams" in claim) return refusePublish("unavailable", `user ${stream.userId} already has ${claim.liveStreams} live streams, the limit (MAX_LIVE_STREAMS_PER_USER=${max})`);
         if (!this.deps.relay) return refusePublish("elsewhere", `stream ${streamId} is live on another node (${claim.holder}): reconnect in a moment`);
+        // A relay pushes FLV, which carries H.264 only.
+        const codec = this.deps.publisherStats(publisherId)?.videoCodec;
+        if (codec !== undefined && codec !== PASSTHROUGH_VIDEO) {
+          return refusePublish("elsewhere", `stream ${streamId} is live on another node (${claim.holder}), and video codec ${codec} cannot be relayed there: publish to that node, or send ${PASSTHROUGH_VIDEO}`);
+        }
         const refusal = await this.deps.relay.start(publisherId, stream, claim.holder);
         // It left while the relay was being set up.
         if (!refusal && this.departed.delete(publisherId)) this.deps.relay.stop(publisherId);

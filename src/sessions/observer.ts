@@ -33,6 +33,8 @@ export interface LiveSessionInfo {
    * HEVC or AV1 publish's source pushes fail (the pipeline reads those as MP4 instead).
    */
   source: Omit<PipelineInput, "format">;
+  /** The current publisher's video codec ("H.264", "HEVC", "AV1"), once known. */
+  sourceCodec(): string | undefined;
   /** Whether the session is recorded (copied from its stream when it started). */
   record: boolean;
   /** Carries streamId and sessionId on every line. */

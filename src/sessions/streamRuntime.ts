@@ -196,6 +196,7 @@ export class StreamRuntime {
       renditions: renditionLadder(this.session.profiles, deps.segmentSeconds),
       // As FLV, for source-copy pushes (FLV is what they send on): the pipeline's runs read it in the form its codec needs.
       source: { name: stream.id, feed: (into) => deps.readSource(stream.id, into, "flv") },
+      sourceCodec: () => (this.publisherId !== undefined ? deps.publisherStats(this.publisherId)?.videoCodec : undefined),
       record: session.record,
       log: this.log,
       leaseLost: () => this.leaseLost,

@@ -163,6 +163,18 @@ describe("planPushes and diffPushes", () => {
     expect(passthrough.wanted.map((w) => w.input)).toEqual([SOURCE]);
   });
 
+  it.each([
+    [undefined, 1],
+    ["H.264", 1],
+    ["HEVC", 0],
+    ["AV1", 0],
+  ])("a source push of a %s source: %i wanted; FLV carries H.264 only, so the others are a problem naming a profile to push", (sourceCodec, wanted) => {
+    const plan = planPushes({ ...base, sourceCodec, target, refs: [ref("a", "source"), ref("b", "360p")] });
+    expect(plan.wanted.filter((w) => w.input.kind === "source")).toHaveLength(wanted);
+    expect(plan.wanted.map((w) => w.key)).toContain("b/360p/av");
+    expect(plan.problems.map((p) => p.error)).toEqual(wanted ? [] : [expect.stringMatching(new RegExp(`^the source is ${sourceCodec}, which a source push cannot send .*push one of the stream's profiles`))]);
+  });
+
   it("diff: starts what is new, stops what went or changed, leaves the rest", () => {
     const running = new Map([
       ["a/source/av", { url: "rtmp://a.example.com/app/key-a", tlsVerify: true }],
