@@ -191,7 +191,9 @@ describe("a webhook stream", () => {
     expect((await get(`/hls/${stream.playbackId}/index.m3u8?accessKey=let-me-in`)).status).toBe(200);
     expect((await get(`/hls/${stream.playbackId}/index.m3u8?accessKey=wrong`)).status).toBe(401);
     expect((await get(`/hls/${stream.playbackId}/index.m3u8`)).status).toBe(401);
-    const asked = receiver.received.slice(before).map((r) => r.body);
+    // The access requests only: the webhook's stream.started delivery may come in meanwhile
+    // (it is queued, and on a loaded machine it arrived after the stream was live).
+    const asked = receiver.received.slice(before).map((r) => r.body).filter((body) => !("event" in body));
     expect(asked).toEqual([
       { accessKey: "let-me-in", context: { plan: "gold" }, timestamp: expect.any(Number) },
       { accessKey: "wrong", context: { plan: "gold" }, timestamp: expect.any(Number) },
