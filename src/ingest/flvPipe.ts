@@ -1,6 +1,7 @@
 import type { Writable } from "node:stream";
 import { encodeFlvTag, flvHeader, FlvTagType } from "../rtmp";
-import type { RelayedMedia, SourceReader } from "./liveSource";
+import type { RelayedMedia } from "./liveSource";
+import { PipeReader } from "./pipeReader";
 
 // A local reader that is a pipe, not a connection: the pipeline's ffmpeg (and a source push's,
 // a publish relay's) reads the publish as an FLV stream on its stdin. The bytes are those an
@@ -19,32 +20,14 @@ export function flvBytes(media: RelayedMedia, first: boolean): Buffer {
   return first ? Buffer.concat([flvHeader({ audio: true, video: true }), tag]) : tag;
 }
 
-export class FlvPipeReader implements SourceReader {
-  private started = false;
-
-  constructor(private readonly into: Writable) {
-    // A reader that exited (EPIPE) is noticed on the next write: it is not an error of ours.
-    into.on("error", () => undefined);
-  }
-
-  sendMedia(media: RelayedMedia): boolean {
-    if (this.into.destroyed || this.into.writableEnded) return false;
-    this.into.write(flvBytes(media, !this.started));
-    this.started = true;
-    return true;
-  }
-
-  /** The publish is over: the pipe ends, and ffmpeg finishes as at the end of a file. */
-  endPlay(): void {
-    if (!this.into.destroyed && !this.into.writableEnded) this.into.end();
-  }
-
-  /** Cut off (it fell behind): what it has not taken is thrown away. */
-  cut(): void {
-    this.into.destroy();
-  }
-
-  get bufferedBytes(): number {
-    return this.into.writableLength;
+/** The publish as FLV, the file header before its first tag. */
+export class FlvPipeReader extends PipeReader {
+  constructor(into: Writable) {
+    let started = false;
+    super(into, (media) => {
+      const bytes = flvBytes(media, !started);
+      started = true;
+      return { bytes: [bytes] };
+    });
   }
 }

@@ -1,7 +1,8 @@
 import type { Writable } from "node:stream";
 import { fragment, initSegment, type Mp4Track } from "../mp4";
 import { Amf0EcmaArray, decodeAmf0, isAmf0Object, readAudioTag, readVideoTag, type Amf0Value, type VideoFourCc } from "../rtmp";
-import type { RelayedMedia, SourceReader } from "./liveSource";
+import type { RelayedMedia } from "./liveSource";
+import { PipeReader, type PipeOutput } from "./pipeReader";
 
 // The pipe of a publish whose video ffmpeg's FLV reader does not know (HEVC, AV1 over Enhanced
 // RTMP; ffmpeg 5.1 reads neither from FLV): the same messages as fragmented MP4, which it reads
@@ -67,11 +68,8 @@ export function metadataSize(body: Buffer): { width: number; height: number } | 
 }
 
 /** What one message becomes on the pipe: bytes to write, and whether the pipe must end after them. */
-export interface Mp4Output {
-  bytes: Buffer[];
-  /** Set when the stream can go on no further in this MP4 (a new decoder configuration): why. */
-  end?: string;
-}
+/** `end` is set when the stream can go on no further in this MP4 (a new decoder configuration): why. */
+export type Mp4Output = PipeOutput;
 
 interface TrackClock {
   /** The previous sample's decode time, in the track's timescale. */
@@ -111,12 +109,8 @@ export class Mp4Muxer {
   }
 
   private onVideo(media: RelayedMedia): Mp4Output {
-    let tag;
-    try {
-      tag = readVideoTag(media.body);
-    } catch {
-      return NOTHING;
-    }
+    const tag = parsedOrNothing(readVideoTag, media.body);
+    if (!tag) return NOTHING;
     if (tag.kind === "config") return this.videoConfig(tag.codec, tag.record);
     if (tag.kind !== "frame" || !this.video || tag.codec !== this.video.codec) return NOTHING;
     const head: Buffer[] = [];
@@ -142,12 +136,8 @@ export class Mp4Muxer {
   }
 
   private onAudio(media: RelayedMedia): Mp4Output {
-    let tag;
-    try {
-      tag = readAudioTag(media.body);
-    } catch {
-      return NOTHING;
-    }
+    const tag = parsedOrNothing(readAudioTag, media.body);
+    if (!tag) return NOTHING;
     if (tag.kind === "config" && tag.codec === "mp4a") return this.audioConfig(tag.config);
     if (tag.kind !== "frame" || tag.codec !== "mp4a" || !this.clocks?.has(AUDIO_TRACK)) return NOTHING;
     const sample = this.sample(AUDIO_TRACK, media.timestamp, tag.data, true, 0);
@@ -206,35 +196,20 @@ export function sampleTime(timestamp: number, origin: number, timescale: number,
   return last !== undefined && at <= last ? last + 1 : at;
 }
 
-export class Mp4PipeReader implements SourceReader {
-  private readonly muxer = new Mp4Muxer();
-
-  constructor(private readonly into: Writable) {
-    // A reader that exited (EPIPE) is noticed on the next write: it is not an error of ours.
-    into.on("error", () => undefined);
+/** A tag body parsed, or undefined for one that does not parse (it is skipped, as a decoder would). */
+function parsedOrNothing<T>(read: (body: Buffer) => T, body: Buffer): T | undefined {
+  try {
+    return read(body);
+  } catch {
+    return undefined;
   }
+}
 
-  sendMedia(media: RelayedMedia): boolean {
-    if (this.into.destroyed || this.into.writableEnded) return false;
-    const out = this.muxer.push(media);
-    for (const bytes of out.bytes) this.into.write(bytes);
-    if (out.end === undefined) return true;
-    this.into.end();
-    return false;
-  }
-
-  /** The publish is over: the pipe ends, and ffmpeg finishes as at the end of a file. */
-  endPlay(): void {
-    if (!this.into.destroyed && !this.into.writableEnded) this.into.end();
-  }
-
-  /** Cut off (it fell behind): what it has not taken is thrown away. */
-  cut(): void {
-    this.into.destroy();
-  }
-
-  get bufferedBytes(): number {
-    return this.into.writableLength;
+/** The publish as fragmented MP4 (see Mp4Muxer); a new decoder configuration ends the pipe. */
+export class Mp4PipeReader extends PipeReader {
+  constructor(into: Writable) {
+    const muxer = new Mp4Muxer();
+    super(into, (media) => muxer.push(media));
   }
 }
 
