@@ -3,6 +3,8 @@
 // fragments (moof + mdat), each one a part the packager can serve on its own. Pure: bytes in,
 // boxes and facts out (ISO/IEC 14496-12 for the boxes, 14496-15 for avcC, 14496-1/-3 for esds).
 
+import { codecString } from "../mp4";
+
 /** What comes out of the splitter, in stream order. */
 export type Fmp4Piece = { kind: "init"; bytes: Buffer } | { kind: "fragment"; bytes: Buffer };
 
@@ -183,8 +185,7 @@ export function parseInit(init: Buffer): InitTrack[] {
       if (handler === "vide" && entry.payload.length >= 78) {
         track.width = entry.payload.readUInt16BE(24);
         track.height = entry.payload.readUInt16BE(26);
-        const avcC = child(entry.payload.subarray(78), "avcC");
-        if (avcC && avcC.length >= 4) track.codec = `${entry.type}.${hex2(avcC[1]!)}${hex2(avcC[2]!)}${hex2(avcC[3]!)}`;
+        track.codec = videoCodec(entry.type, entry.payload.subarray(78));
       } else if (handler === "soun" && entry.payload.length >= 28) {
         track.channels = entry.payload.readUInt16BE(16);
         track.sampleRate = entry.payload.readUInt32BE(24) >>> 16;
@@ -197,6 +198,32 @@ export function parseInit(init: Buffer): InitTrack[] {
 }
 
 const hex2 = (n: number) => n.toString(16).padStart(2, "0");
+
+/** The configuration record each video sample entry type carries its codec parameters in. */
+const CONFIG_BOX: Readonly<Record<string, { box: string; codec: "avc1" | "hvc1" | "av01" | "vp09" }>> = {
+  avc1: { box: "avcC", codec: "avc1" },
+  avc3: { box: "avcC", codec: "avc1" },
+  hvc1: { box: "hvcC", codec: "hvc1" },
+  hev1: { box: "hvcC", codec: "hvc1" },
+  av01: { box: "av1C", codec: "av01" },
+  vp09: { box: "vpcC", codec: "vp09" },
+};
+
+/**
+ * A video sample entry's RFC 6381 string from its configuration record (`avc1.64001f`,
+ * `hvc1.1.6.L93.b0`, `av01.0.08M.08`); the entry's type alone when the record is missing or short.
+ */
+function videoCodec(type: string, boxes: Buffer): string {
+  const known = CONFIG_BOX[type];
+  const config = known && child(boxes, known.box);
+  if (!known || !config) return type;
+  try {
+    // hev1/avc3 keep their own prefix: the parameter sets may also be in the samples.
+    return type + codecString({ codec: known.codec, config }).slice(4);
+  } catch {
+    return type;
+  }
+}
 
 /**
  * The AAC audio object type from an esds payload (after its version and flags): the

@@ -1,5 +1,5 @@
 import type { Writable } from "node:stream";
-import { fragment, initSegment, type Mp4Track } from "../mp4";
+import { initSegment, PartFragmenter, SampleFragmenter, type Fragmenter, type Mp4Track } from "../mp4";
 import { Amf0EcmaArray, decodeAmf0, isAmf0Object, readAudioTag, readVideoTag, type Amf0Value, type VideoFourCc } from "../rtmp";
 import type { RelayedMedia } from "./liveSource";
 import { PipeReader, type PipeOutput } from "./pipeReader";
@@ -75,7 +75,14 @@ interface TrackClock {
   /** The previous sample's decode time, in the track's timescale. */
   last: number | undefined;
   timescale: number;
-  firstDuration: number;
+}
+
+export interface Mp4MuxerOptions {
+  /**
+   * Seconds: fragments are LL-HLS parts of about this long, each keyframe opening one (for the
+   * packager itself). Undefined: one fragment per frame (for a decoder reading a pipe).
+   */
+  partSeconds?: number;
 }
 
 const NOTHING: Mp4Output = { bytes: [] };
@@ -90,16 +97,27 @@ export class Mp4Muxer {
   private audio: { config: Buffer; facts: AacFacts } | undefined;
   /** Set once the init segment is out: the tracks it declared can take samples. */
   private clocks: Map<number, TrackClock> | undefined;
+  private fragmenter: Fragmenter | undefined;
   /** The first frame's timestamp (ms): time 0 of every track. */
   private origin = 0;
-  private sequence = 0;
   private ended = false;
+
+  constructor(private readonly options: Mp4MuxerOptions = {}) {}
 
   push(media: RelayedMedia): Mp4Output {
     if (this.ended) return NOTHING;
     const out = media.kind === "video" ? this.onVideo(media) : media.kind === "audio" ? this.onAudio(media) : this.onData(media);
-    if (out.end !== undefined) this.ended = true;
-    return out;
+    if (out.end === undefined) return out;
+    this.ended = true;
+    // What a part fragmenter still holds goes out before the pipe ends.
+    return { bytes: [...out.bytes, ...this.finish()], end: out.end };
+  }
+
+  /** The stream ends: the samples still held (a part in the making), as fragments. */
+  finish(): Buffer[] {
+    const held = this.fragmenter?.flush() ?? [];
+    this.fragmenter = undefined;
+    return held;
   }
 
   private onData(media: RelayedMedia): Mp4Output {
@@ -119,8 +137,8 @@ export class Mp4Muxer {
       if (!tag.keyframe) return NOTHING;
       head.push(this.init(media.timestamp));
     }
-    const sample = this.sample(VIDEO_TRACK, media.timestamp, tag.data, tag.keyframe, Math.round(tag.compositionMs * (VIDEO_TIMESCALE / 1000)));
-    return { bytes: sample ? [...head, sample] : head };
+    const fragments = this.sample(VIDEO_TRACK, media.timestamp, tag.data, tag.keyframe, Math.round(tag.compositionMs * (VIDEO_TIMESCALE / 1000)));
+    return { bytes: [...head, ...fragments] };
   }
 
   private videoConfig(codec: VideoFourCc, record: Buffer): Mp4Output {
@@ -140,8 +158,7 @@ export class Mp4Muxer {
     if (!tag) return NOTHING;
     if (tag.kind === "config" && tag.codec === "mp4a") return this.audioConfig(tag.config);
     if (tag.kind !== "frame" || tag.codec !== "mp4a" || !this.clocks?.has(AUDIO_TRACK)) return NOTHING;
-    const sample = this.sample(AUDIO_TRACK, media.timestamp, tag.data, true, 0);
-    return { bytes: sample ? [sample] : [] };
+    return { bytes: this.sample(AUDIO_TRACK, media.timestamp, tag.data, true, 0) };
   }
 
   private audioConfig(config: Buffer): Mp4Output {
@@ -163,24 +180,25 @@ export class Mp4Muxer {
     // The size the decoder will find in the stream when the record says it, else the publisher's word.
     const { width, height } = recordSize(video.codec, video.record) ?? this.size;
     const tracks: Mp4Track[] = [{ id: VIDEO_TRACK, kind: "video", codec: video.codec, config: video.record, width, height, timescale: VIDEO_TIMESCALE }];
-    this.clocks = new Map([[VIDEO_TRACK, { last: undefined, timescale: VIDEO_TIMESCALE, firstDuration: DEFAULT_VIDEO_DURATION }]]);
+    const timing = [{ id: VIDEO_TRACK, timescale: VIDEO_TIMESCALE, defaultDuration: DEFAULT_VIDEO_DURATION }];
     if (this.audio) {
       const { config, facts } = this.audio;
       tracks.push({ id: AUDIO_TRACK, kind: "audio", codec: "mp4a", config, channels: facts.channels, sampleRate: facts.sampleRate, timescale: facts.sampleRate });
-      this.clocks.set(AUDIO_TRACK, { last: undefined, timescale: facts.sampleRate, firstDuration: AAC_FRAME_SAMPLES });
+      timing.push({ id: AUDIO_TRACK, timescale: facts.sampleRate, defaultDuration: AAC_FRAME_SAMPLES });
     }
+    this.clocks = new Map(timing.map((t) => [t.id, { last: undefined, timescale: t.timescale }]));
+    const parts = this.options.partSeconds;
+    this.fragmenter = parts === undefined ? new SampleFragmenter(timing) : new PartFragmenter(timing, VIDEO_TRACK, parts);
     return initSegment(tracks);
   }
 
-  /** One sample as a fragment of its own; undefined for audio from before the first frame. */
-  private sample(trackId: number, timestamp: number, data: Buffer, keyframe: boolean, compositionOffset: number): Buffer | undefined {
+  /** A sample timed on its track's clock, into the fragmenter; nothing for audio from before the first frame. */
+  private sample(trackId: number, timestamp: number, data: Buffer, keyframe: boolean, compositionOffset: number): Buffer[] {
     const clock = this.clocks!.get(trackId)!;
     const at = sampleTime(timestamp, this.origin, clock.timescale, clock.last);
-    if (at === undefined) return undefined;
-    const duration = clock.last === undefined ? clock.firstDuration : at - clock.last;
+    if (at === undefined || !this.fragmenter) return [];
     clock.last = at;
-    this.sequence += 1;
-    return fragment(this.sequence, [{ trackId, baseDecodeTime: at, samples: [{ duration, size: data.length, compositionOffset, keyframe, data }] }]);
+    return this.fragmenter.add({ trackId, at, data, keyframe, compositionOffset });
   }
 }
 
@@ -205,11 +223,14 @@ function parsedOrNothing<T>(read: (body: Buffer) => T, body: Buffer): T | undefi
   }
 }
 
-/** The publish as fragmented MP4 (see Mp4Muxer); a new decoder configuration ends the pipe. */
+/**
+ * The publish as fragmented MP4 (see Mp4Muxer): a frame per fragment for a decoder, or LL-HLS
+ * parts for the packager (`partSeconds`). A new decoder configuration ends the pipe.
+ */
 export class Mp4PipeReader extends PipeReader {
-  constructor(into: Writable) {
-    const muxer = new Mp4Muxer();
-    super(into, (media) => muxer.push(media));
+  constructor(into: Writable, options: Mp4MuxerOptions = {}) {
+    const muxer = new Mp4Muxer(options);
+    super(into, (media) => muxer.push(media), () => muxer.finish());
   }
 }
 

@@ -16,6 +16,8 @@ export class PipeReader implements SourceReader {
   constructor(
     private readonly into: Writable,
     private readonly form: (media: RelayedMedia) => PipeOutput,
+    /** What the form still holds when the publish ends (a part in the making). */
+    private readonly held: () => Buffer[] = () => [],
   ) {
     // A reader that exited (EPIPE) is noticed on the next write: it is not an error of ours.
     into.on("error", () => undefined);
@@ -32,7 +34,9 @@ export class PipeReader implements SourceReader {
 
   /** The publish is over: the pipe ends, and the reader finishes as at the end of a file. */
   endPlay(): void {
-    if (!this.into.destroyed && !this.into.writableEnded) this.into.end();
+    if (this.into.destroyed || this.into.writableEnded) return;
+    for (const bytes of this.held()) this.into.write(bytes);
+    this.into.end();
   }
 
   /** Cut off (it fell behind): what it has not taken is thrown away. */

@@ -2,6 +2,7 @@ export { ffmpegHasCmaf, ffmpegHasLibopus, locateFfmpeg, type FfmpegLocation } fr
 export { ProcessRegistry, reapLeftovers, spawnSupervised, type ProcessEnd, type SupervisedProcess } from "./supervisedProcess";
 export { loadLadder, renditionLadder } from "./ladder";
 export { AUDIO_BITRATE, LivePipeline, type LivePipelineOptions, type PipelineInput, type RealtimeTap } from "./livePipeline";
+export { PackagingRun, type PackagingRunOptions, type SourceForm } from "./packagingRun";
 export { buildLiveArgs, OPUS_BITRATE, realtimeVideoFd, renditionFd, type PipeFormat } from "./liveArgs";
 export { endPlaylists, HlsFiles, variantDir, variantPlaylist, writeAtomically, type StoredSegment } from "./hlsFiles";
 export { buildMasterPlaylist, parseMediaPlaylist, withEndlist } from "./playlists";

@@ -12,7 +12,7 @@ import type { Mp4Track } from "./track";
 const hex2 = (n: number) => n.toString(16).padStart(2, "0");
 const dec2 = (n: number) => n.toString().padStart(2, "0");
 
-export function codecString(track: Mp4Track): string {
+export function codecString(track: Pick<Mp4Track, "codec" | "config">): string {
   switch (track.codec) {
     case "avc1":
       return avcString(track.config);

@@ -9,5 +9,7 @@ export { codecString } from "./codecString";
 export { opusDops, vpcRecord } from "./configs";
 export { fragment, NON_SYNC_SAMPLE_FLAGS, SYNC_SAMPLE_FLAGS } from "./fragment";
 export type { Mp4FragmentPart, Mp4Sample } from "./fragment";
+export { PartFragmenter, SampleFragmenter } from "./fragmenter";
+export type { Fragmenter, FragmenterTrack, TimedSample } from "./fragmenter";
 export { initSegment } from "./init";
 export type { AudioTrack, Mp4Track, VideoTrack } from "./track";

@@ -148,19 +148,6 @@ export class SessionManager implements IngestHandlers, LiveControl {
     return decision;
   }
 
-  /**
-   * A source the packager cannot take as it is (HEVC, AV1) needs a ladder, which transcodes it
-   * to H.264 for every player: a passthrough session refuses it, saying what to change.
-   */
-  private untranscodable(publisherId: string, passesThrough: boolean): PublishRefusal | undefined {
-    const codec = this.deps.publisherStats(publisherId)?.videoCodec;
-    if (!passesThrough || codec === undefined || codec === PASSTHROUGH_VIDEO) return undefined;
-    return refusePublish(
-      "unavailable",
-      `video codec ${codec} is taken by streams with profiles, which transcode it to H.264; this stream passes its source through: send ${PASSTHROUGH_VIDEO}, or give the stream profiles`,
-    );
-  }
-
   /** A place held by checkPublish is given up (the publish ended, or its bridge publishes now). */
   releaseHold(holder: string): void {
     this.pending.delete(holder);
@@ -175,8 +162,6 @@ export class SessionManager implements IngestHandlers, LiveControl {
     const { stream } = decision;
     if (this.isOpening(stream.id)) return refusePublish("unavailable", "another publisher of this stream is starting: reconnect in a moment");
     const current = this.byStream.get(stream.id);
-    const untranscodable = this.untranscodable(publisherId, current ? current.passesThrough : stream.profiles.length === 0);
-    if (untranscodable) return untranscodable;
     if (!current) return this.begin(stream, publisherId, protocol);
 
     if (!current.isEnding) {
@@ -229,8 +214,6 @@ export class SessionManager implements IngestHandlers, LiveControl {
       const stream = await store.streams.get(streamId);
       if (!stream || stream.suspended) return stream ? refusePublish("suspended", `stream ${stream.id} is suspended`) : refusePublish("unknown", "unknown stream key");
       // The ladder the session will have is the stream's as read now (the key index may lag).
-      const untranscodable = this.untranscodable(publisherId, stream.profiles.length === 0);
-      if (untranscodable) return untranscodable;
       // One node runs a stream at a time: its lease, taken here with a new epoch, renewed by the
       // heartbeat. The user's live streams on every node count against their cap.
       await this.released.get(streamId);

@@ -10,6 +10,7 @@ import type { LiveFeed, RealtimeFeeds } from "../realtime";
 import {
   endPlaylists,
   LivePipeline,
+  PackagingRun,
   PIPELINE_SCHEDULE,
   renditionLadder,
   RestartLoop,
@@ -18,6 +19,7 @@ import {
   type LivePipelineOptions,
   type PipeFormat,
   type ProcessEnd,
+  type SourceForm,
   type ProcessRegistry,
   type StoredSegment,
 } from "../media";
@@ -44,7 +46,7 @@ export interface StreamRuntimeDeps {
    * (the pipeline's ffmpeg, a source-copy push's) as FLV, from the local ingest; returns what
    * stops it (see PipelineInput).
    */
-  readSource(alias: string, into: Writable, format: PipeFormat): () => void;
+  readSource(alias: string, into: Writable, format: SourceForm): () => void;
   segmentSeconds: number;
   listSize: number;
   /** LL-HLS (parts, blocking reload); false: plain fMP4 HLS. */
@@ -70,7 +72,7 @@ export interface StreamRuntimeDeps {
   reconnectWindowSeconds: number;
   /** Time and timers; the real clock when absent (tests advance a fake one). */
   clock?: Clock;
-  /** Makes a pipeline run; an ffmpeg LivePipeline when absent (tests give fake pipelines). */
+  /** Makes a pipeline run; an ffmpeg LivePipeline (or a PackagingRun) when absent (tests give fake pipelines). */
   pipelines?: (options: LivePipelineOptions) => LivePipelineRun;
 }
 
@@ -419,9 +421,11 @@ export class StreamRuntime {
       }
     }
     // FLV carries H.264 only: HEVC and AV1 sources come as fragmented MP4 (its codec is known
-    // by now: the ingest starts a publish on its first video tag).
+    // by now: the ingest starts a publish on its first video tag). Passed through, they need no
+    // ffmpeg at all: the ingest writes them as LL-HLS parts for the packager.
     const codec = this.publisherId !== undefined ? this.deps.publisherStats(this.publisherId)?.videoCodec : undefined;
     const format: PipeFormat = codec === undefined || codec === PASSTHROUGH_VIDEO ? "flv" : "mp4";
+    const packagesSource = format === "mp4" && this.passesThrough;
     const options: LivePipelineOptions = {
       ffmpegPath: this.deps.ffmpegPath,
       input: { name: this.info.streamId, format, feed: (into) => this.deps.readSource(this.info.streamId, into, format) },
@@ -431,7 +435,7 @@ export class StreamRuntime {
       cmaf: this.deps.ffmpegCmaf !== false,
       packager: this.hls.packager,
       // The source's audio is known by now (the ingest admits a publish once it is).
-      ...(this.feed ? { realtime: this.feed.startRun(!!this.publisherId && this.deps.publisherStats(this.publisherId)?.hasAudio === true) } : {}),
+      ...(this.feed && !packagesSource ? { realtime: this.feed.startRun(!!this.publisherId && this.deps.publisherStats(this.publisherId)?.hasAudio === true) } : {}),
       workDir: this.info.hlsDir,
       // Beside the playlists: served at /hls/<playbackId>/thumbnail.jpg, left there when the session ends.
       thumbnailFile: path.join(this.info.hlsDir, THUMBNAIL_FILE),
@@ -443,7 +447,11 @@ export class StreamRuntime {
       // A run already superseded cannot fail the one that replaced it.
       onFault: (err) => (pipeline === this.pipeline ? this.fault(err) : this.log.warn({ err }, "a superseded pipeline run failed")),
     };
-    const pipeline: LivePipelineRun = this.deps.pipelines ? this.deps.pipelines(options) : new LivePipeline(options);
+    const pipeline: LivePipelineRun = this.deps.pipelines
+      ? this.deps.pipelines(options)
+      : packagesSource
+        ? new PackagingRun({ ...options, input: { name: this.info.streamId, feed: (into) => this.deps.readSource(this.info.streamId, into, "parts") } })
+        : new LivePipeline(options);
     this.pipeline = pipeline;
     try {
       pipeline.start();

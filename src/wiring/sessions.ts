@@ -5,9 +5,9 @@ import { PublishRelays, sendNotice } from "../cluster";
 import type { Config } from "../config";
 import type { Store } from "../db";
 import { StorageWatch, STORAGE_RESERVE_BYTES } from "../health";
-import { LiveHls } from "../hls";
+import { LiveHls, PART_SECONDS } from "../hls";
 import { BridgeTickets, FlvPipeReader, INGEST_APP, Mp4PipeReader, type RtmpIngest } from "../ingest";
-import { ffmpegHasCmaf, ffmpegHasLibopus, type PipeFormat } from "../media";
+import { ffmpegHasCmaf, ffmpegHasLibopus, type SourceForm } from "../media";
 import type { Metrics } from "../metrics";
 import { MultistreamManager } from "../multistream";
 import { offsetClock, SessionManager, StreamKeyIndex, type OrphanDeps } from "../sessions";
@@ -37,8 +37,8 @@ export class LocalRtmp {
   }
 
   /** The stream under an internal name into a reader's stdin (a pipeline, a source push); with no ingest here, nothing comes (the pipe ends). */
-  read(name: string, into: Writable, format: PipeFormat): () => void {
-    const reader = format === "mp4" ? new Mp4PipeReader(into) : new FlvPipeReader(into);
+  read(name: string, into: Writable, format: SourceForm): () => void {
+    const reader = format === "flv" ? new FlvPipeReader(into) : new Mp4PipeReader(into, format === "parts" ? { partSeconds: PART_SECONDS } : {});
     if (!this.server) {
       reader.endPlay();
       return () => undefined;

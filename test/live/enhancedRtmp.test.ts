@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { encodeAudioTag, encodeVideoTag, FlvReader, readAudioTag, readVideoTag, RtmpPublisher, type AudioTag, type FlvTag, type VideoTag } from "../../src/rtmp";
+import { codecString } from "../../src/mp4";
 import { probe, waitFor } from "../helpers/media";
 import { enhancedFrames, type EnhancedStream } from "../helpers/enhancedFrames";
 import { enhancedSequenceStartTag, RtmpPublisher as StatusClient } from "../helpers/rtmpClient";
@@ -129,19 +130,31 @@ describe("Enhanced RTMP publishers", () => {
     }
   }, 60_000);
 
-  it("HEVC to a stream that passes its source through is refused, saying to give it profiles", async () => {
-    const encoded = await enhancedFrames("hvc1", 2);
-    const stream = (await api("POST", "/stream", { name: "erTMP hevc passthrough", profiles: [] })).body;
+  it.each([
+    ["HEVC", "hvc1", "hevc"],
+    ["AV1", "av01", "av1"],
+  ] as const)("%s over E-RTMP to a stream without profiles: packaged as sent, with no ffmpeg, CODECS from the source's record", async (_name, codec, probed) => {
+    const encoded = await enhancedFrames(codec, 8);
+    const stream = (await api("POST", "/stream", { name: `erTMP ${codec} passthrough`, profiles: [] })).body;
     const client = await StatusClient.connect(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`);
     try {
       expect(await client.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
-      void publishPaced(client, encoded);
-      expect(await client.nextStatus(10_000)).toMatchObject({ level: "error", code: "NetStream.Publish.Rejected", description: expect.stringMatching(/^video codec HEVC is taken by streams with profiles/) });
+      const publishing = publishPaced(client, encoded);
+      await livePlayback(stream);
+      // Live, and not one process of the server's own: the ingest writes the packager's parts.
+      expect(fx.t.server.processes.size).toBe(0);
+      expect(await probeCodecs(stream.playbackId)).toEqual(["aac", probed]);
+      const base = `http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}`;
+      const master = await (await fetch(`${base}/index.m3u8`)).text();
+      expect(master).toContain(`CODECS="${codecString({ codec, config: encoded.videoConfig })},mp4a.40.2"`);
+      expect(master).toContain("RESOLUTION=320x180");
+      const media = await (await fetch(`${base}/0/index.m3u8`)).text();
+      expect(media).toMatch(/#EXT-X-PART:DURATION=0\.\d+,URI="[^"]+",INDEPENDENT=YES/);
+      await publishing;
     } finally {
       client.close();
     }
-    expect((await api("GET", `/stream/${stream.id}/sessions`)).body).toEqual([]);
-  });
+  }, 60_000);
 
   it("VP9 over E-RTMP is refused on its first video tag with NetStream.Publish.Rejected naming the codec", async () => {
     const stream = (await api("POST", "/stream", { name: "erTMP vp9" })).body;

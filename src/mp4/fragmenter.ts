@@ -1,0 +1,136 @@
+// How timed samples become fragments. Two policies over the same writer (fragment.ts):
+// - one fragment per sample, for a reader that decodes (ffmpeg on a pipe): nothing waits.
+// - LL-HLS parts, for the packager itself: a fragment holds about a part's worth of video and
+//   the audio beside it, and a keyframe always opens a fragment, so parts that start with one
+//   are independent and segments can be cut on them.
+// Pure: samples in, bytes out, no clock.
+
+import { fragment, type Mp4FragmentPart, type Mp4Sample } from "./fragment";
+
+/** A sample as the muxer has timed it: its decode time in its track's timescale. */
+export interface TimedSample {
+  trackId: number;
+  /** Decode time in the track's timescale; rises within a track. */
+  at: number;
+  data: Buffer;
+  keyframe: boolean;
+  compositionOffset: number;
+}
+
+export interface Fragmenter {
+  /** A sample; returns the fragments it completes, in order. */
+  add(sample: TimedSample): Buffer[];
+  /** The stream ends: what is still held, as fragments. */
+  flush(): Buffer[];
+}
+
+export interface FragmenterTrack {
+  id: number;
+  timescale: number;
+  /** A first sample's duration, with no previous one to measure from (a frame; 1024 samples of AAC). */
+  defaultDuration: number;
+}
+
+/**
+ * One fragment per sample, written as it comes (a reader must not wait for the next sample).
+ * Its duration is the time since the previous sample of its track: a decoder reading the pipe
+ * times frames by their decode times, not by these.
+ */
+export class SampleFragmenter implements Fragmenter {
+  private sequence = 0;
+  private readonly last = new Map<number, number>();
+
+  constructor(private readonly tracks: readonly FragmenterTrack[]) {}
+
+  add(s: TimedSample): Buffer[] {
+    const previous = this.last.get(s.trackId);
+    const duration = previous === undefined ? trackOf(this.tracks, s.trackId).defaultDuration : s.at - previous;
+    this.last.set(s.trackId, s.at);
+    return [fragment(++this.sequence, [{ trackId: s.trackId, baseDecodeTime: s.at, samples: [toSample(s, duration)] }])];
+  }
+
+  flush(): Buffer[] {
+    return [];
+  }
+}
+
+interface Held {
+  sample: TimedSample;
+  /** Known once the next sample of its track comes (or at a cut, for audio: its nominal length). */
+  duration: number | undefined;
+}
+
+/**
+ * LL-HLS parts: video samples are held until the next one says how long they last; a part is
+ * written when the next frame is a keyframe or the held frames span `partSeconds`, with every
+ * audio sample that starts before the part's end. A stream without video (audio alone, or its
+ * video stalled) is cut on audio the same way.
+ */
+export class PartFragmenter implements Fragmenter {
+  private sequence = 0;
+  private readonly held = new Map<number, Held[]>();
+
+  constructor(
+    private readonly tracks: readonly FragmenterTrack[],
+    private readonly videoTrack: number | undefined,
+    private readonly partSeconds: number,
+  ) {
+    for (const t of tracks) this.held.set(t.id, []);
+  }
+
+  add(s: TimedSample): Buffer[] {
+    const track = trackOf(this.tracks, s.trackId);
+    const list = this.held.get(s.trackId)!;
+    const previous = list[list.length - 1];
+    if (previous) previous.duration = s.at - previous.sample.at;
+    const out: Buffer[] = [];
+    const lead = this.videoTrack ?? this.tracks[0]!.id;
+    if (s.trackId === lead && list.length > 0) {
+      const span = (s.at - list[0]!.sample.at) / track.timescale;
+      if (s.keyframe || span >= this.partSeconds - 1e-6) out.push(this.cut(s.at / track.timescale));
+    } else if (s.trackId !== lead && list.length > 0) {
+      // Video stalled while audio goes on (or comes slower than parts): audio cuts the parts,
+      // so players are not starved of sound.
+      const span = (s.at - list[0]!.sample.at) / track.timescale;
+      if (span >= this.partSeconds * 2) out.push(this.cut(s.at / track.timescale));
+    }
+    list.push({ sample: s, duration: undefined });
+    return out;
+  }
+
+  flush(): Buffer[] {
+    const all = [...this.held.values()].some((l) => l.length > 0);
+    return all ? [this.cut(Infinity)] : [];
+  }
+
+  /** Everything held that starts before `end` (seconds) as one fragment. */
+  private cut(end: number): Buffer {
+    const parts: Mp4FragmentPart[] = [];
+    for (const track of this.tracks) {
+      const list = this.held.get(track.id)!;
+      let n = 0;
+      while (n < list.length && list[n]!.sample.at / track.timescale < end) n++;
+      if (n === 0) continue;
+      const taken = list.splice(0, n);
+      const samples = taken.map((h, i) => toSample(h.sample, h.duration ?? lastDuration(taken, i, track)));
+      parts.push({ trackId: track.id, baseDecodeTime: taken[0]!.sample.at, samples });
+    }
+    return fragment(++this.sequence, parts);
+  }
+}
+
+/** A held sample whose successor has not come: as long as the one before it, or the track's default. */
+function lastDuration(taken: readonly Held[], i: number, track: FragmenterTrack): number {
+  const before = i > 0 ? taken[i - 1]!.duration : undefined;
+  return before !== undefined && before > 0 ? before : track.defaultDuration;
+}
+
+function trackOf(tracks: readonly FragmenterTrack[], id: number): FragmenterTrack {
+  const t = tracks.find((x) => x.id === id);
+  if (!t) throw new RangeError(`a sample of track ${id}, which the fragmenter does not have`);
+  return t;
+}
+
+function toSample(s: TimedSample, duration: number): Mp4Sample {
+  return { duration, size: s.data.length, compositionOffset: s.compositionOffset, keyframe: s.keyframe, data: s.data };
+}
