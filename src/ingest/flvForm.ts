@@ -58,6 +58,30 @@ export function videoForPipeline(tag: VideoTag, body: Buffer): PipelineForm {
   }
 }
 
+/** A video track other than the default one, in the single-track enhanced form its own readers take. */
+export interface TrackForm {
+  trackId: number;
+  body: Buffer;
+}
+
+const TRACK_CODECS: ReadonlySet<string> = new Set(["avc1", "hvc1", "av01"]);
+
+/**
+ * The tracks of a multitrack message other than the default one (an encoder's ladder: OBS's
+ * enhanced broadcasting), each as a single-track enhanced packet: their readers package them
+ * as renditions of their own (mp4Pipe.ts). Configurations and frames only, of the codecs the
+ * default track may have; nothing for any other message.
+ */
+export function otherVideoTracks(tag: VideoTag): TrackForm[] {
+  if (tag.kind !== "multitrack") return [];
+  const out: TrackForm[] = [];
+  for (const { trackId, packet } of tag.tracks) {
+    if (trackId === 0 || packet.kind === "unsupported" || (packet.kind !== "config" && packet.kind !== "frame") || !TRACK_CODECS.has(packet.codec)) continue;
+    out.push({ trackId, body: encodeVideoTag(packet) });
+  }
+  return out;
+}
+
 function audioPacketForm(packet: AudioPacket): PipelineForm {
   if (packet.kind === "unsupported") return { codec: fourCcName(AUDIO_NAMES, packet.fourCc), body: undefined };
   const codec = fourCcName(AUDIO_NAMES, packet.codec);

@@ -11,6 +11,8 @@ export interface RelayedMedia {
   kind: "video" | "audio" | "data";
   timestamp: number;
   body: Buffer;
+  /** Video of a track other than the default one (an encoder's ladder); undefined: track 0. */
+  track?: number;
 }
 
 /** Where a reader's copy goes (the pipe into a pipeline's or a push's ffmpeg). */
@@ -23,6 +25,8 @@ export interface SourceReader {
   cut(): void;
   /** Bytes written to it and not yet sent: how far it lags. */
   readonly bufferedBytes: number;
+  /** The video track it reads (audio and data are every reader's); undefined: the default, 0. */
+  readonly track?: number;
 }
 
 /**
@@ -53,12 +57,20 @@ export function dataMessage(timestamp: number, name: string, values: Amf0Value[]
   return { kind: "data", timestamp, body: encodeAmf0([name, ...values]) };
 }
 
+/** What a reader joining on one video track is handed first: its decoder configuration and its group of pictures (with the audio). */
+interface TrackCache {
+  videoHeader: RelayedMedia | undefined;
+  gop: RelayedMedia[];
+  gopBytes: number;
+}
+
+const trackOf = (media: RelayedMedia) => media.track ?? 0;
+
 export class LiveSource {
   private metadata: RelayedMedia | undefined;
-  private videoHeader: RelayedMedia | undefined;
   private audioHeader: RelayedMedia | undefined;
-  private gop: RelayedMedia[] = [];
-  private gopBytes = 0;
+  /** By video track: the default (0), and each other track of an encoder's ladder. */
+  private readonly tracks = new Map<number, TrackCache>([[0, { videoHeader: undefined, gop: [], gopBytes: 0 }]]);
   private readonly members = new Set<SourceReader>();
   private ended = false;
 
@@ -66,16 +78,19 @@ export class LiveSource {
     return this.members;
   }
 
-  /** The group of pictures kept for joining readers, in bytes: what a reader is handed at once. */
+  /** The default track's group of pictures kept for joining readers, in bytes: what a reader is handed at once. */
   get cachedBytes(): number {
-    return this.gopBytes;
+    return this.tracks.get(0)!.gopBytes;
   }
 
-  /** One message of the publish: kept as the joining readers need it, and sent to every reader. */
+  /** One message of the publish: kept as the joining readers need it, and sent to every reader of it. */
   push(media: RelayedMedia): void {
     if (this.ended) return;
     this.remember(media);
-    for (const reader of this.members) if (!reader.sendMedia(media)) this.members.delete(reader);
+    for (const reader of this.members) {
+      if (media.kind === "video" && trackOf(media) !== (reader.track ?? 0)) continue;
+      if (!reader.sendMedia(media)) this.members.delete(reader);
+    }
   }
 
   /** A data message; the newest onMetaData is also sent first to each joining reader. */
@@ -88,7 +103,8 @@ export class LiveSource {
   /** A reader joins: it gets what a decoder needs to start now, then every message. */
   add(reader: SourceReader): void {
     if (this.ended) return reader.endPlay();
-    const start = [this.metadata, this.videoHeader, this.audioHeader, ...this.gop].filter((m): m is RelayedMedia => m !== undefined);
+    const track = this.tracks.get(reader.track ?? 0);
+    const start = [this.metadata, track?.videoHeader, this.audioHeader, ...(track?.gop ?? [])].filter((m): m is RelayedMedia => m !== undefined);
     for (const media of start) if (!reader.sendMedia(media)) return;
     this.members.add(reader);
   }
@@ -102,33 +118,43 @@ export class LiveSource {
     this.ended = true;
     const readers = [...this.members];
     this.members.clear();
-    this.gop = [];
+    for (const track of this.tracks.values()) track.gop = [];
     for (const reader of readers) reader.endPlay();
   }
 
-  private remember(media: RelayedMedia): void {
-    if (media.kind === "video" && isVideoSequenceHeader(media.body)) {
-      this.videoHeader = media;
-      return;
-    }
-    if (media.kind === "audio" && isAudioSequenceHeader(media.body)) {
-      this.audioHeader = media;
-      return;
-    }
-    if (media.kind === "data") return;
-    if (media.kind === "video" && isVideoKeyframe(media.body)) {
-      this.gop = [];
-      this.gopBytes = 0;
-    } else if (this.gop.length === 0) {
-      // Nothing before the first keyframe decodes: not worth keeping.
-      return;
-    }
-    this.gopBytes += media.body.length;
-    if (this.gopBytes > GOP_CACHE_MAX_BYTES) {
-      this.gop = [];
-      this.gopBytes = 0;
-      return;
-    }
-    this.gop.push(media);
+  /** The video tracks seen so far: 0, then each other track of an encoder's ladder that sent its configuration. */
+  get videoTracks(): number[] {
+    return [...this.tracks].filter(([id, t]) => id === 0 || t.videoHeader !== undefined).map(([id]) => id);
   }
+
+  private remember(media: RelayedMedia): void {
+    if (media.kind === "data") return;
+    if (media.kind === "audio") {
+      if (isAudioSequenceHeader(media.body)) this.audioHeader = media;
+      // Audio goes with every track's pictures.
+      else for (const track of this.tracks.values()) keep(track, media, false);
+      return;
+    }
+    let track = this.tracks.get(trackOf(media));
+    if (!track) this.tracks.set(trackOf(media), (track = { videoHeader: undefined, gop: [], gopBytes: 0 }));
+    if (isVideoSequenceHeader(media.body)) track.videoHeader = media;
+    else keep(track, media, isVideoKeyframe(media.body));
+  }
+}
+
+/** A message into a track's group of pictures: a keyframe starts it anew; nothing before the first one decodes. */
+function keep(track: TrackCache, media: RelayedMedia, keyframe: boolean): void {
+  if (keyframe) {
+    track.gop = [];
+    track.gopBytes = 0;
+  } else if (track.gop.length === 0) {
+    return;
+  }
+  track.gopBytes += media.body.length;
+  if (track.gopBytes > GOP_CACHE_MAX_BYTES) {
+    track.gop = [];
+    track.gopBytes = 0;
+    return;
+  }
+  track.gop.push(media);
 }

@@ -83,6 +83,8 @@ export interface Mp4MuxerOptions {
    * packager itself). Undefined: one fragment per frame (for a decoder reading a pipe).
    */
   partSeconds?: number;
+  /** The video track it writes (an encoder's ladder); undefined: the default one. */
+  track?: number;
 }
 
 const NOTHING: Mp4Output = { bytes: [] };
@@ -178,7 +180,8 @@ export class Mp4Muxer {
     const video = this.video!;
     this.origin = timestamp;
     // The size the decoder will find in the stream when the record says it, else the publisher's word.
-    const { width, height } = recordSize(video.codec, video.record) ?? this.size;
+    // onMetaData describes the default track: another track's size is its record's or unknown.
+    const { width, height } = recordSize(video.codec, video.record) ?? (this.options.track ? { width: 0, height: 0 } : this.size);
     const tracks: Mp4Track[] = [{ id: VIDEO_TRACK, kind: "video", codec: video.codec, config: video.record, width, height, timescale: VIDEO_TIMESCALE }];
     const timing = [{ id: VIDEO_TRACK, timescale: VIDEO_TIMESCALE, defaultDuration: DEFAULT_VIDEO_DURATION }];
     if (this.audio) {
@@ -230,7 +233,7 @@ function parsedOrNothing<T>(read: (body: Buffer) => T, body: Buffer): T | undefi
 export class Mp4PipeReader extends PipeReader {
   constructor(into: Writable, options: Mp4MuxerOptions = {}) {
     const muxer = new Mp4Muxer(options);
-    super(into, (media) => muxer.push(media), () => muxer.finish());
+    super(into, (media) => muxer.push(media), () => muxer.finish(), options.track);
   }
 }
 
@@ -256,6 +259,12 @@ class BitReader {
     let zeros = 0;
     while (this.u(1) === 0) if (++zeros > 31) throw new RangeError("an Exp-Golomb code over 32 bits");
     return 2 ** zeros - 1 + this.u(zeros);
+  }
+
+  /** se(v) of H.264 (signed Exp-Golomb). */
+  se(): number {
+    const k = this.ue();
+    return k % 2 === 1 ? (k + 1) / 2 : -k / 2;
   }
 
   /** uvlc() of AV1. */
@@ -292,8 +301,8 @@ export function hevcRecordSize(hvcC: Buffer): Size | undefined {
   return undefined;
 }
 
-function hevcSpsSize(payload: Buffer): Size {
-  // The RBSP: each emulation prevention byte (the 03 of 00 00 03) taken out.
+/** A NAL unit's payload as its RBSP: each emulation prevention byte (the 03 of 00 00 03) taken out. */
+function rbspOf(payload: Buffer): Buffer {
   const rbsp: number[] = [];
   let zeros = 0;
   for (const b of payload) {
@@ -304,7 +313,82 @@ function hevcSpsSize(payload: Buffer): Size {
     rbsp.push(b);
     zeros = b === 0 ? zeros + 1 : 0;
   }
-  const r = new BitReader(Buffer.from(rbsp));
+  return Buffer.from(rbsp);
+}
+
+/**
+ * The picture size of an H.264 stream: the first SPS of the AVCDecoderConfigurationRecord
+ * (ISO/IEC 14496-15 5.3.3.1), its macroblocks less the frame cropping (H.264 7.3.2.1.1).
+ * Undefined when there is none or it cannot be read.
+ */
+export function avcRecordSize(avcC: Buffer): Size | undefined {
+  try {
+    if ((avcC[5]! & 0x1f) === 0) return undefined;
+    const length = avcC.readUInt16BE(6);
+    return avcSpsSize(rbspOf(avcC.subarray(8 + 1, 8 + length)));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The profiles whose SPS carries chroma format, bit depths and scaling lists (H.264 7.3.2.1.1). */
+const AVC_HIGH_PROFILES = new Set([100, 110, 122, 244, 44, 83, 86, 118, 128, 138, 139, 134, 135]);
+
+function avcSpsSize(rbsp: Buffer): Size {
+  const r = new BitReader(rbsp);
+  const profile = r.u(8);
+  r.u(16); // constraint flags, level_idc
+  r.ue(); // seq_parameter_set_id
+  let chroma = 1;
+  if (AVC_HIGH_PROFILES.has(profile)) {
+    chroma = r.ue();
+    if (chroma === 3) r.u(1); // separate_colour_plane_flag
+    r.ue(); // bit_depth_luma_minus8
+    r.ue(); // bit_depth_chroma_minus8
+    r.u(1); // qpprime_y_zero_transform_bypass_flag
+    if (r.u(1)) {
+      for (let i = 0; i < (chroma !== 3 ? 8 : 12); i++) if (r.u(1)) skipScalingList(r, i < 6 ? 16 : 64);
+    }
+  }
+  r.ue(); // log2_max_frame_num_minus4
+  const pocType = r.ue();
+  if (pocType === 0) r.ue();
+  else if (pocType === 1) {
+    r.u(1);
+    r.se();
+    r.se();
+    for (let n = r.ue(), i = 0; i < n; i++) r.se();
+  }
+  r.ue(); // max_num_ref_frames
+  r.u(1); // gaps_in_frame_num_value_allowed_flag
+  const widthMbs = r.ue() + 1;
+  const heightUnits = r.ue() + 1;
+  const frameMbsOnly = r.u(1);
+  if (!frameMbsOnly) r.u(1); // mb_adaptive_frame_field_flag
+  r.u(1); // direct_8x8_inference_flag
+  let width = widthMbs * 16;
+  let height = heightUnits * 16 * (2 - frameMbsOnly);
+  if (r.u(1)) {
+    const [left, right, top, bottom] = [r.ue(), r.ue(), r.ue(), r.ue()];
+    const cropX = chroma === 1 || chroma === 2 ? 2 : 1;
+    const cropY = (chroma === 1 ? 2 : 1) * (2 - frameMbsOnly);
+    width -= cropX * (left + right);
+    height -= cropY * (top + bottom);
+  }
+  return { width, height };
+}
+
+function skipScalingList(r: BitReader, size: number): void {
+  let last = 8;
+  let next = 8;
+  for (let j = 0; j < size; j++) {
+    if (next !== 0) next = (last + r.se() + 256) % 256;
+    last = next === 0 ? last : next;
+  }
+}
+
+function hevcSpsSize(payload: Buffer): Size {
+  const r = new BitReader(rbspOf(payload));
   r.u(4); // sps_video_parameter_set_id
   const subLayers = r.u(3); // sps_max_sub_layers_minus1
   r.u(1);
@@ -390,5 +474,6 @@ function av1SequenceSize(r: BitReader): Size {
 export function recordSize(codec: VideoFourCc, record: Buffer): Size | undefined {
   if (codec === "hvc1") return hevcRecordSize(record);
   if (codec === "av01") return av1RecordSize(record);
+  if (codec === "avc1") return avcRecordSize(record);
   return undefined;
 }

@@ -18,6 +18,8 @@ export class PipeReader implements SourceReader {
     private readonly form: (media: RelayedMedia) => PipeOutput,
     /** What the form still holds when the publish ends (a part in the making). */
     private readonly held: () => Buffer[] = () => [],
+    /** The video track it reads; undefined: the default one. */
+    readonly track?: number,
   ) {
     // A reader that exited (EPIPE) is noticed on the next write: it is not an error of ours.
     into.on("error", () => undefined);

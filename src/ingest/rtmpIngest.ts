@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "../log";
 import { RtmpServer, type PlayDecision, type PlayRequest, type PublishDecision, type PublishedMedia, type PublishRequest, type RtmpServerConnection } from "../rtmp";
-import { audioForPipeline, videoForPipeline } from "./flvForm";
+import { audioForPipeline, otherVideoTracks, videoForPipeline } from "./flvForm";
 import { refuseAudio, refuseVideo } from "./mediaCheck";
 import { PublishStats, type PublishStatsView } from "./publishStats";
 import { LiveSource, type SourceReader } from "./liveSource";
@@ -91,6 +91,8 @@ export interface PublisherStats extends PublishStatsView {
   bytesRead: number;
   /** Its video codec's name ("H.264", "HEVC", "AV1"), once its first video tag has shown it. */
   videoCodec: string | undefined;
+  /** Its video tracks: [0], or the ids of an encoder's ladder (multitrack) whose configurations came. */
+  videoTracks: number[];
 }
 
 /**
@@ -216,7 +218,7 @@ export class RtmpIngest {
     const publish = this.publishes.get(publisherId);
     if (!publish) return undefined;
     const { mediaMs, lastMediaAt, keyframeIntervalMs, hasAudio } = publish.stats;
-    return { mediaMs, lastMediaAt, keyframeIntervalMs, hasAudio, bytesRead: publish.connection.bytesRead, videoCodec: publish.video };
+    return { mediaMs, lastMediaAt, keyframeIntervalMs, hasAudio, bytesRead: publish.connection.bytesRead, videoCodec: publish.video, videoTracks: publish.source.videoTracks };
   }
 
   /** Disconnects a publisher at once (suspend, delete, a dead pipeline), telling it why when there is a reason. */
@@ -393,6 +395,8 @@ export class RtmpIngest {
       if (refusal) return this.refuse(id, refusal);
     }
     if (form.body) publish.source.push({ kind: media.kind, timestamp: media.timestamp, body: form.body });
+    // An encoder's ladder: its other tracks go to their own readers (renditions as sent).
+    if (media.kind === "video") for (const t of otherVideoTracks(media.tag)) publish.source.push({ kind: "video", timestamp: media.timestamp, body: t.body, track: t.trackId });
     this.startWhenKnown(id, publish);
   }
 

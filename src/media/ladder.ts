@@ -30,9 +30,16 @@ export function loadLadder(name = "default", dir = LADDER_DIR): Profile[] {
 /** H.264 in 4:2:0 needs even dimensions: a profile asking for 853x480 gets 852x480. */
 export const even = (n: number) => Math.max(2, n - (n % 2));
 
-/** Profiles → the renditions to produce; no profiles means passthrough (docs/api.md#spec-1-what-the-service-does). */
-export function renditionLadder(profiles: Profile[], segmentSeconds: number): Rendition[] {
-  if (profiles.length === 0) return [{ index: 0, name: "source", encode: null }];
+/**
+ * Profiles → the renditions to produce; no profiles means passthrough (docs/api.md#spec-1-what-the-service-does):
+ * the source as sent, or, when its encoder sends a ladder of its own (multitrack), each of its
+ * video tracks as a rendition (`sourceTracks`: the track ids, the default 0 first).
+ */
+export function renditionLadder(profiles: Profile[], segmentSeconds: number, sourceTracks: readonly number[] = [0]): Rendition[] {
+  if (profiles.length === 0) {
+    const tracks = sourceTracks.length > 0 ? sourceTracks : [0];
+    return tracks.map((track, index) => (track === 0 ? { index, name: "source", encode: null } : { index, name: `source track ${track}`, encode: null, track }));
+  }
   return profiles.map((p, index) => ({
     index,
     name: p.name,

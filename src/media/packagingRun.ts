@@ -11,14 +11,16 @@ import type { ProcessEnd } from "./supervisedProcess";
 // each segment's first part; ingest/mp4Pipe.ts) into an in-process stream, and each write goes
 // into the packager as it is. The session sees a run like any other: it starts, becomes
 // playable, ends (the publish ended, its decoder configuration changed) or is stopped.
+// An encoder's own ladder (multitrack) comes the same way, one stream of parts per video track,
+// each into its rendition: the server encodes nothing for it.
 
 /** What a reader of the publish gets: FLV or per-frame MP4 for an ffmpeg, or LL-HLS parts for the packager. */
 export type SourceForm = PipeFormat | "parts";
 
 export interface PackagingRunOptions {
   log: Logger;
-  /** The publish, fed as parts. */
-  input: Omit<PipelineInput, "format">;
+  /** The publish as parts, one input per rendition (its video track, with the audio). */
+  inputs: Omit<PipelineInput, "format">[];
   packager: LivePackager;
   /** Every rendition has a complete segment from this run: once per run. */
   onPlayable(): void;
@@ -30,7 +32,7 @@ export interface PackagingRunOptions {
 
 export class PackagingRun {
   private run: PackagerRun | undefined;
-  private stopFeed: (() => void) | undefined;
+  private readonly stopFeeds: (() => void)[] = [];
   private playable = false;
   private faulted = false;
   private stopping = false;
@@ -46,30 +48,32 @@ export class PackagingRun {
     const run = this.o.packager.startRun();
     this.run = run;
     this.startedAt = Date.now();
-    const sink = new Writable({
-      // The packager takes each write at once: this stream never holds anything back, so the
-      // ingest never sees this reader lag.
-      write: (chunk: Buffer, _encoding, callback) => {
-        this.take(run, chunk);
-        callback();
-      },
+    this.o.log.info({ input: this.o.inputs[0]?.name, renditions: this.o.inputs.length }, "packaging the source as sent: no transcode");
+    this.o.inputs.forEach((input, index) => {
+      const sink = new Writable({
+        // The packager takes each write at once: this stream never holds anything back, so the
+        // ingest never sees this reader lag.
+        write: (chunk: Buffer, _encoding, callback) => {
+          this.take(run, index, chunk);
+          callback();
+        },
+      });
+      // Ended by the ingest (the publish is over, a configuration changed) or destroyed (cut
+      // off): the run is over either way, for every rendition (the next run starts them together).
+      sink.on("finish", () => this.finish(0));
+      sink.on("close", () => this.finish(sink.writableFinished ? 0 : 1));
+      sink.on("error", () => undefined);
+      this.stopFeeds.push(input.feed(sink));
     });
-    // Ended by the ingest (the publish is over) or destroyed (cut off): the run is over either way.
-    sink.on("finish", () => this.finish(0));
-    sink.on("close", () => this.finish(sink.writableFinished ? 0 : 1));
-    sink.on("error", () => undefined);
-    this.o.log.info({ input: this.o.input.name }, "packaging the source as it is: no transcode");
-    this.stopFeed = this.o.input.feed(sink);
   }
 
-  private take(run: PackagerRun, chunk: Buffer): void {
+  private take(run: PackagerRun, index: number, chunk: Buffer): void {
     if (this.faulted || this.ended) return;
     try {
-      run.push(0, chunk);
+      run.push(index, chunk);
     } catch (err) {
       // Parts the packager cannot read would only get worse: this run stops, the session decides.
       this.faulted = true;
-      this.guard(() => this.stopFeed?.());
       this.o.onFault(err);
       this.finish(1);
       return;
@@ -91,7 +95,7 @@ export class PackagingRun {
   private finish(code: number): void {
     if (this.ended) return;
     this.ended = true;
-    this.guard(() => this.stopFeed?.());
+    for (const stop of this.stopFeeds) this.guard(stop);
     this.guard(() => this.run?.end());
     this.markDone();
     const end: ProcessEnd = { code, signal: null, stderrTail: this.faulted ? ["the packager refused a part"] : [], durationMs: Date.now() - this.startedAt, requested: this.stopping };

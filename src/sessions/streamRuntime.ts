@@ -46,7 +46,7 @@ export interface StreamRuntimeDeps {
    * (the pipeline's ffmpeg, a source-copy push's) as FLV, from the local ingest; returns what
    * stops it (see PipelineInput).
    */
-  readSource(alias: string, into: Writable, format: SourceForm): () => void;
+  readSource(alias: string, into: Writable, format: SourceForm, track?: number): () => void;
   segmentSeconds: number;
   listSize: number;
   /** LL-HLS (parts, blocking reload); false: plain fMP4 HLS. */
@@ -195,7 +195,8 @@ export class StreamRuntime {
       userId: stream.userId,
       playbackId: stream.playbackId!,
       hlsDir: path.join(deps.hlsDir, stream.playbackId!),
-      renditions: renditionLadder(this.session.profiles, deps.segmentSeconds),
+      // A passthrough stream takes an encoder's ladder (multitrack) as its own, track by track.
+      renditions: renditionLadder(this.session.profiles, deps.segmentSeconds, deps.publisherStats(publisherId)?.videoTracks),
       // As FLV, for source-copy pushes (FLV is what they send on): the pipeline's runs read it in the form its codec needs.
       source: { name: stream.id, feed: (into) => deps.readSource(stream.id, into, "flv") },
       sourceCodec: () => (this.publisherId !== undefined ? deps.publisherStats(this.publisherId)?.videoCodec : undefined),
@@ -425,7 +426,7 @@ export class StreamRuntime {
     // ffmpeg at all: the ingest writes them as LL-HLS parts for the packager.
     const codec = this.publisherId !== undefined ? this.deps.publisherStats(this.publisherId)?.videoCodec : undefined;
     const format: PipeFormat = codec === undefined || codec === PASSTHROUGH_VIDEO ? "flv" : "mp4";
-    const packagesSource = format === "mp4" && this.passesThrough;
+    const packagesSource = this.passesThrough && (format === "mp4" || this.info.renditions.length > 1);
     const options: LivePipelineOptions = {
       ffmpegPath: this.deps.ffmpegPath,
       input: { name: this.info.streamId, format, feed: (into) => this.deps.readSource(this.info.streamId, into, format) },
@@ -450,7 +451,7 @@ export class StreamRuntime {
     const pipeline: LivePipelineRun = this.deps.pipelines
       ? this.deps.pipelines(options)
       : packagesSource
-        ? new PackagingRun({ ...options, input: { name: this.info.streamId, feed: (into) => this.deps.readSource(this.info.streamId, into, "parts") } })
+        ? new PackagingRun({ ...options, inputs: this.info.renditions.map((r) => ({ name: this.info.streamId, feed: (into) => this.deps.readSource(this.info.streamId, into, "parts", r.track) })) })
         : new LivePipeline(options);
     this.pipeline = pipeline;
     try {

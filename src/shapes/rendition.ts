@@ -6,4 +6,6 @@ export interface Rendition {
   name: string;
   /** null: copy the source as it is. */
   encode: { width: number; height: number; fps: number; bitrate: number; gopFrames: number } | null;
+  /** The source's video track it packages as sent (an encoder's ladder); undefined: the default track. */
+  track?: number;
 }

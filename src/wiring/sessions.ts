@@ -37,8 +37,8 @@ export class LocalRtmp {
   }
 
   /** The stream under an internal name into a reader's stdin (a pipeline, a source push); with no ingest here, nothing comes (the pipe ends). */
-  read(name: string, into: Writable, format: SourceForm): () => void {
-    const reader = format === "flv" ? new FlvPipeReader(into) : new Mp4PipeReader(into, format === "parts" ? { partSeconds: PART_SECONDS } : {});
+  read(name: string, into: Writable, format: SourceForm, track?: number): () => void {
+    const reader = format === "flv" ? new FlvPipeReader(into) : new Mp4PipeReader(into, format === "parts" ? { partSeconds: PART_SECONDS, ...(track ? { track } : {}) } : {});
     if (!this.server) {
       reader.endPlay();
       return () => undefined;
@@ -132,7 +132,7 @@ export async function wireSessions(
     registry: processes,
     ffmpegPath: ffmpeg?.path,
     hlsDir,
-    readSource: (name, into, format) => rtmp.read(name, into, format),
+    readSource: (name, into, format, track) => rtmp.read(name, into, format, track),
     segmentSeconds: config.hlsSegmentSeconds,
     listSize: config.hlsListSize,
     lowLatency: config.hlsLowLatency,

@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { encodeAudioTag, encodeVideoTag, FlvReader, readAudioTag, readVideoTag, RtmpPublisher, type AudioTag, type FlvTag, type VideoTag } from "../../src/rtmp";
 import { codecString } from "../../src/mp4";
 import { probe, waitFor } from "../helpers/media";
-import { enhancedFrames, type EnhancedStream } from "../helpers/enhancedFrames";
+import { enhancedFrames, type EnhancedMessage, type EnhancedStream } from "../helpers/enhancedFrames";
 import { enhancedSequenceStartTag, RtmpPublisher as StatusClient } from "../helpers/rtmpClient";
 import { useTestServer } from "../helpers/server";
 
@@ -155,6 +155,59 @@ describe("Enhanced RTMP publishers", () => {
       client.close();
     }
   }, 60_000);
+
+  /**
+   * An encoder's own ladder as OBS's enhanced broadcasting sends it: the top rendition as track 0
+   * (plain enhanced packets), each other one as one-track multitrack messages of its own id,
+   * frame by frame beside track 0's (the encodes share their frame times).
+   */
+  function multitrackLadder(top: EnhancedStream, others: EnhancedStream[]): EnhancedStream {
+    const videoOf = (s: EnhancedStream) => s.messages.filter((m) => m.type === 9);
+    const otherVideo = others.map(videoOf);
+    let k = 0;
+    const messages: EnhancedMessage[] = top.messages.flatMap((m) => {
+      if (m.type !== 9) return [m];
+      const i = k++;
+      const extra = otherVideo.map((list, n) => {
+        const packet = readVideoTag(list[i]!.body);
+        if (packet.kind !== "config" && packet.kind !== "frame") throw new Error(`an unexpected ${packet.kind} packet`);
+        return { type: 9 as const, timestamp: m.timestamp, body: encodeVideoTag({ kind: "multitrack", layout: "oneTrack", tracks: [{ trackId: n + 1, packet }] }) };
+      });
+      return [m, ...extra];
+    });
+    return { ...top, messages };
+  }
+
+  it("a 3-track multitrack ladder to a stream without profiles: three renditions as sent, no ffmpeg, each its own size", async () => {
+    const sizes = [
+      { width: 640, height: 360 },
+      { width: 480, height: 270 },
+      { width: 320, height: 180 },
+    ];
+    const [top, ...others] = await Promise.all(sizes.map((size) => enhancedFrames("avc1", 8, { size })));
+    const encoded = multitrackLadder(top!, others);
+    const stream = (await api("POST", "/stream", { name: "erTMP multitrack ladder", profiles: [] })).body;
+    const client = await StatusClient.connect(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`);
+    try {
+      expect(await client.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
+      const publishing = publishPaced(client, encoded);
+      await livePlayback(stream);
+      expect(fx.t.server.processes.size).toBe(0);
+      const base = `http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}`;
+      const master = await (await fetch(`${base}/index.m3u8`)).text();
+      const variants = master.split("\n").filter((l) => l.startsWith("#EXT-X-STREAM-INF:"));
+      expect(variants).toHaveLength(3);
+      sizes.forEach((size, i) => expect(variants[i]).toMatch(new RegExp(`RESOLUTION=${size.width}x${size.height}.*CODECS="avc1\\.[0-9a-f]{6},mp4a\\.40\\.2"`)));
+      // Each rendition is its own track's pictures: a decoder finds that track's size in it.
+      for (const [i, size] of sizes.entries()) {
+        const { streams } = await probe(`${base}/${i}/index.m3u8`);
+        expect(streams.find((s) => s.codec_name === "h264")).toMatchObject({ width: size.width, height: size.height });
+      }
+      await publishing;
+    } finally {
+      client.close();
+    }
+  }, 90_000);
 
   it("VP9 over E-RTMP is refused on its first video tag with NetStream.Publish.Rejected naming the codec", async () => {
     const stream = (await api("POST", "/stream", { name: "erTMP vp9" })).body;
