@@ -58,6 +58,8 @@ export class LiveFeed {
 
   /** A copied source showed B-frames (a composition offset): WebRTC players cannot take it. */
   private bframes = false;
+  /** This run has no frames for WebRTC (the source is packaged as sent): why. */
+  private noFrames: string | undefined;
 
   constructor(
     readonly playbackId: string,
@@ -77,6 +79,7 @@ export class LiveFeed {
 
   /** Why the session cannot be played over WebRTC, if it cannot. */
   get refusal(): string | undefined {
+    if (this.noFrames) return this.noFrames;
     if (this.bframes) return "the stream's source has B-frames, which WebRTC players cannot play: publish without them (x264 bframes=0, OBS's zerolatency tune) or add profiles, and play its HLS meanwhile";
     return undefined;
   }
@@ -95,9 +98,23 @@ export class LiveFeed {
     return this.listeners.size;
   }
 
+  /**
+   * The next run has no frames for WebRTC (a source packaged as sent, with no encoder to tap):
+   * viewers are let go, and those who come are told `reason`, until a run with frames starts.
+   */
+  runWithoutFrames(reason: string): void {
+    this.run?.stop();
+    this.run = undefined;
+    this.noFrames = reason;
+    this.started.clear();
+    for (const l of [...this.listeners]) l.feedEnded();
+    this.listeners.clear();
+  }
+
   /** The tap for the next pipeline run; `hasAudio`: the source has audio to encode. */
   startRun(hasAudio: boolean): RealtimeTap {
     this.run?.stop();
+    this.noFrames = undefined;
     // As much later as the wall clock says (at least RUN_GAP_SECONDS): a player's jitter buffer
     // takes a timestamp that jumps less than the time that passed for a delay to make up.
     if (this.run) this.runBase = this.lastSeconds + Math.max(RUN_GAP_SECONDS, (Date.now() - this.lastAt) / 1000);

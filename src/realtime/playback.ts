@@ -61,17 +61,18 @@ export class WhepPlayback {
     for (const [id, v] of this.viewers) this.deps.seen?.(v.status().playbackId, `${WEBRTC_VIEWER_PREFIX}${id}`);
   }
 
-  /** Whether the stream is live here, with something to play. */
+  /** Whether the stream is live here, with something to play (or a reason it cannot be played over WebRTC, for play() to say). */
   playable(playbackId: string): boolean {
-    return this.deps.feeds.get(playbackId)?.playable === true;
+    const feed = this.deps.feeds.get(playbackId);
+    return feed?.playable === true || feed?.refusal !== undefined;
   }
 
   /** `client`: the asking address (see clientKey; for a request another node passed on, the one it names), undefined if none is known. */
   async play(playbackId: string, offerSdp: () => string, client?: string): Promise<{ id: string; answer: string }> {
     const feed = this.deps.feeds.get(playbackId);
-    if (!feed || !feed.playable) throw new WhepRefusal(404, "the stream is not live (or not on this node)");
-    const refusal = feed.refusal;
+    const refusal = feed?.refusal;
     if (refusal) throw new WhepRefusal(404, refusal);
+    if (!feed || !feed.playable) throw new WhepRefusal(404, "the stream is not live (or not on this node)");
     if (this.viewers.size >= this.deps.maxViewers) throw new WhepRefusal(503, "this node serves as many WebRTC viewers as it may (WEBRTC_MAX_VIEWERS): play HLS, or try again later", FULL_RETRY_SECONDS);
     // Viewers still answering count: the feed hears of a viewer only once its answer is made.
     if (this.viewersOf(playbackId) >= this.deps.maxViewersPerStream) throw new WhepRefusal(503, "this stream has as many WebRTC viewers as it may (WEBRTC_MAX_VIEWERS_PER_STREAM): play HLS, or try again later", FULL_RETRY_SECONDS);

@@ -448,6 +448,7 @@ export class StreamRuntime {
       // A run already superseded cannot fail the one that replaced it.
       onFault: (err) => (pipeline === this.pipeline ? this.fault(err) : this.log.warn({ err }, "a superseded pipeline run failed")),
     };
+    if (packagesSource) this.feed?.runWithoutFrames(this.noWebrtcReason(codec));
     const pipeline: LivePipelineRun = this.deps.pipelines
       ? this.deps.pipelines(options)
       : packagesSource
@@ -465,6 +466,12 @@ export class StreamRuntime {
       this.watchdog = this.clock.setInterval(() => this.checkSpeed(), 5000);
       this.watchdog.unref();
     }
+  }
+
+  /** What a WebRTC viewer of a source packaged as sent is told: it carries H.264 from the server's own encoder only. */
+  private noWebrtcReason(codec: string | undefined): string {
+    const what = this.info.renditions.length > 1 ? "its encoder's own renditions (multitrack)" : `its ${codec ?? "source"} video`;
+    return `this stream plays ${what} as sent, over HLS only: WebRTC playback carries the server's H.264 ladder (give the stream profiles for it)`;
   }
 
   /** A restart was waiting: it will not happen. */

@@ -133,7 +133,7 @@ describe("Enhanced RTMP publishers", () => {
   it.each([
     ["HEVC", "hvc1", "hevc"],
     ["AV1", "av01", "av1"],
-  ] as const)("%s over E-RTMP to a stream without profiles: packaged as sent, with no ffmpeg, CODECS from the source's record", async (_name, codec, probed) => {
+  ] as const)("%s over E-RTMP to a stream without profiles: packaged as sent, with no ffmpeg, CODECS from the source's record", async (name, codec, probed) => {
     const encoded = await enhancedFrames(codec, 8);
     const stream = (await api("POST", "/stream", { name: `erTMP ${codec} passthrough`, profiles: [] })).body;
     const client = await StatusClient.connect(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`);
@@ -150,6 +150,10 @@ describe("Enhanced RTMP publishers", () => {
       expect(master).toContain("RESOLUTION=320x180");
       const media = await (await fetch(`${base}/0/index.m3u8`)).text();
       expect(media).toMatch(/#EXT-X-PART:DURATION=0\.\d+,URI="[^"]+",INDEPENDENT=YES/);
+      // WebRTC playback carries the server's H.264: a viewer is told why not, and plays HLS.
+      const whep = await fetch(`http://127.0.0.1:${fx.t.server.port}/whep/${stream.playbackId}`, { method: "POST", headers: { "content-type": "application/sdp" }, body: "v=0\r\n" });
+      expect(whep.status).toBe(404);
+      expect(((await whep.json()) as { errors: string[] }).errors[0]).toContain(`plays its ${name} video as sent, over HLS only`);
       await publishing;
     } finally {
       client.close();
