@@ -69,6 +69,8 @@ interface Held {
 export class PartFragmenter implements Fragmenter {
   private sequence = 0;
   private readonly held = new Map<number, Held[]>();
+  /** Per track: the decode time its written samples end at, and the last one's duration as guessed. */
+  private readonly written = new Map<number, { end: number; guessed: number }>();
 
   constructor(
     private readonly tracks: readonly FragmenterTrack[],
@@ -78,16 +80,20 @@ export class PartFragmenter implements Fragmenter {
     for (const t of tracks) this.held.set(t.id, []);
   }
 
-  add(s: TimedSample): Buffer[] {
-    const track = trackOf(this.tracks, s.trackId);
-    const list = this.held.get(s.trackId)!;
+  add(sample: TimedSample): Buffer[] {
+    const track = trackOf(this.tracks, sample.trackId);
+    const list = this.held.get(sample.trackId)!;
     const previous = list[list.length - 1];
+    const s = { ...sample, at: this.placed(sample, previous) };
     if (previous) previous.duration = s.at - previous.sample.at;
     const out: Buffer[] = [];
     const lead = this.videoTrack ?? this.tracks[0]!.id;
     if (s.trackId === lead && list.length > 0) {
       const span = (s.at - list[0]!.sample.at) / track.timescale;
-      if (s.keyframe || span >= this.partSeconds - 1e-6) out.push(this.cut(s.at / track.timescale));
+      // Only a video keyframe opens a part: every AAC frame is a sync sample, and an audio-only
+      // stream cut on each would get parts of one frame.
+      const key = s.keyframe && s.trackId === this.videoTrack;
+      if (key || span >= this.partSeconds - 1e-6) out.push(this.cut(s.at / track.timescale));
     } else if (s.trackId !== lead && list.length > 0) {
       // Video stalled while audio goes on (or comes slower than parts): audio cuts the parts,
       // so players are not starved of sound.
@@ -96,6 +102,21 @@ export class PartFragmenter implements Fragmenter {
     }
     list.push({ sample: s, duration: undefined });
     return out;
+  }
+
+  /**
+   * Where a sample goes on its track's timeline. A cut that took the sample before it without its
+   * successor (audio at a part's end) had to guess that one's duration, and a publisher's
+   * millisecond clock puts AAC frames 1008 or 1056 ticks apart at 48 kHz, not 1024: the next
+   * fragment's tfdt would then miss where the last one ended, a gap or an overlap in the track.
+   * A sample within half the guess of that end is moved onto it; further off (video that stalled)
+   * the gap is real and it keeps its time. Never before what is already written.
+   */
+  private placed(s: TimedSample, previous: Held | undefined): number {
+    if (previous) return Math.max(s.at, previous.sample.at + 1);
+    const written = this.written.get(s.trackId);
+    if (!written) return s.at;
+    return s.at - written.end <= written.guessed / 2 ? written.end : s.at;
   }
 
   flush(): Buffer[] {
@@ -114,6 +135,8 @@ export class PartFragmenter implements Fragmenter {
       const taken = list.splice(0, n);
       const samples = taken.map((h, i) => toSample(h.sample, h.duration ?? lastDuration(taken, i, track)));
       parts.push({ trackId: track.id, baseDecodeTime: taken[0]!.sample.at, samples });
+      const last = samples[samples.length - 1]!;
+      this.written.set(track.id, { end: taken[taken.length - 1]!.sample.at + last.duration, guessed: last.duration });
     }
     return fragment(++this.sequence, parts);
   }
