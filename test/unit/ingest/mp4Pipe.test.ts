@@ -1,7 +1,8 @@
 import { spawn } from "node:child_process";
 import { PassThrough, Writable } from "node:stream";
 import type { RelayedMedia } from "../../../src/ingest/liveSource";
-import { aacConfigFacts, av1RecordSize, hevcRecordSize, metadataSize, Mp4Muxer, Mp4PipeReader, sampleTime } from "../../../src/ingest/mp4Pipe";
+import { parseFragment, parseInit } from "../../../src/hls";
+import { aacConfigFacts, av1RecordSize, hevcRecordSize, metadataSize, Mp4Muxer, Mp4PipeReader, sampleTime, type Mp4MuxerOptions } from "../../../src/ingest/mp4Pipe";
 import { Amf0EcmaArray, encodeAmf0, encodeAudioTag, encodeVideoTag, RtmpServer, VideoFrameTypes } from "../../../src/rtmp";
 import { boxesOf, enhancedFrames, readFragmentedMp4, type EnhancedCodec } from "../../helpers/enhancedFrames";
 import { FFPROBE, waitFor } from "../../helpers/media";
@@ -24,8 +25,8 @@ function frame(timestamp: number, keyframe: boolean, compositionMs = 0, data = B
 const aac = (timestamp: number): RelayedMedia => ({ kind: "audio", timestamp, body: encodeAudioTag({ kind: "frame", codec: "mp4a", data: Buffer.from([0x21, 0x10]), legacy: true }) });
 
 /** Every message through one muxer; the bytes as one MP4 and whether (why) it ended. */
-function mux(messages: RelayedMedia[]): { file: Buffer; perMessage: number[]; end?: string } {
-  const muxer = new Mp4Muxer();
+function mux(messages: RelayedMedia[], options?: Mp4MuxerOptions): { file: Buffer; perMessage: number[]; end?: string } {
+  const muxer = new Mp4Muxer(options);
   const out: Buffer[] = [];
   const perMessage: number[] = [];
   let end: string | undefined;
@@ -192,6 +193,85 @@ describe("Mp4Muxer", () => {
     const { perMessage, end } = mux([videoConfig(), audioConfig(), frame(0, true), ...change, frame(33, false)]);
     expect(end?.match(/video|audio/)?.[0]).toBe(ended);
     expect(perMessage.at(-1)).toBe(after);
+  });
+});
+
+describe("Mp4Muxer with LL-HLS parts (partSeconds 0.2)", () => {
+  const PARTS = { partSeconds: 0.2 };
+  /** 30 fps video on a millisecond clock (0, 33, 67, …), a keyframe at each of `keys`, and AAC frames beside it. */
+  const publish = (frames: number, keys: readonly number[], withAudio = true): RelayedMedia[] => {
+    const out: { t: number; m: RelayedMedia }[] = [];
+    for (let i = 0; i < frames; i++) out.push({ t: i / 30, m: frame(Math.round((i * 1000) / 30), keys.includes(i)) });
+    if (withAudio) for (let i = 0; (i * 1024) / 48000 < frames / 30; i++) out.push({ t: (i * 1024) / 48000, m: aac(Math.round((i * 1024 * 1000) / 48000)) });
+    return out.sort((x, y) => x.t - y.t).map((x) => x.m);
+  };
+  const pieces = (file: Buffer) => {
+    const top = boxesOf(file);
+    // Each piece runs to where the next one starts: the init (ftyp + moov), then each moof + mdat.
+    const until = (i: number) => top[i]?.start ?? file.length;
+    const tracks = parseInit(file.subarray(0, until(2)));
+    const fragments: Buffer[] = [];
+    for (let i = 2; i < top.length; i += 2) fragments.push(file.subarray(top[i]!.start, until(i + 2)));
+    return { top: top.map((b) => b.type), tracks, parts: fragments.map((f) => parseFragment(f, tracks)) };
+  };
+  const videoCounts = (parts: ReturnType<typeof pieces>["parts"]) => parts.map((p) => p.tracks.find((t) => t.id === 1)?.sampleCount ?? 0);
+
+  it("writes the init first, then parts of 6 frames, a keyframe opening its own", () => {
+    const messages = [videoConfig(), audioConfig(), ...publish(30, [0, 15])];
+    const { file, perMessage } = mux(messages, PARTS);
+    // The first keyframe gives the init alone: its part is still being made.
+    expect(perMessage.slice(0, 3)).toEqual([0, 0, 1]);
+    const { top, tracks, parts } = pieces(file);
+    expect(top.slice(0, 2)).toEqual(["ftyp", "moov"]);
+    expect(top.slice(2).every((t, i) => t === (i % 2 === 0 ? "moof" : "mdat"))).toBe(true);
+    expect(tracks.map((t) => [t.id, t.handler])).toEqual([
+      [1, "vide"],
+      [2, "soun"],
+    ]);
+    // Frames 0-5, 6-11, 12-14 (frame 15 is a keyframe), 15-20, 21-26; 27-29 are held until finish.
+    expect(videoCounts(parts)).toEqual([6, 6, 3, 6, 6]);
+    expect(parts.map((p) => p.tracks.find((t) => t.id === 1)!.startsWithSync)).toEqual([true, false, false, true, false]);
+    expect(parts.map((p) => p.sequence)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it("times both tracks without gaps or overlaps from part to part, on a millisecond clock", () => {
+    const muxer = new Mp4Muxer(PARTS);
+    const out = [videoConfig(), audioConfig(), ...publish(60, [0, 30])].flatMap((m) => muxer.push(m).bytes);
+    const file = Buffer.concat([...out, ...muxer.finish()]);
+    const samples = samplesOf(file);
+    expect(samples[1]).toHaveLength(60);
+    for (const id of [1, 2]) {
+      const track = samples[id]!;
+      for (let i = 0; i + 1 < track.length; i++) expect(track[i]![0]! + track[i]![1]!).toBe(track[i + 1]![0]);
+    }
+  });
+
+  it("a new decoder configuration writes the held part, then ends", () => {
+    const messages = [videoConfig(), audioConfig(), ...publish(4, [0])];
+    const muxer = new Mp4Muxer(PARTS);
+    const before = messages.flatMap((m) => muxer.push(m).bytes);
+    const changed = muxer.push(videoConfig(Buffer.concat([HVCC, Buffer.from([1])])));
+    expect(changed.end).toMatch(/video decoder configuration changed/);
+    // Nothing of the four frames was out before the change; all of them are in what it wrote.
+    expect(before).toHaveLength(1);
+    expect(changed.bytes).toHaveLength(1);
+    const { parts } = pieces(Buffer.concat([...before, ...changed.bytes]));
+    expect(videoCounts(parts)).toEqual([4]);
+    expect(muxer.push(frame(200, true)).bytes).toEqual([]);
+    expect(muxer.finish()).toEqual([]);
+  });
+
+  it("finish gives the held samples once; one fragment per frame holds nothing back", () => {
+    const muxer = new Mp4Muxer(PARTS);
+    const out = [videoConfig(), ...publish(3, [0], false)].flatMap((m) => muxer.push(m).bytes);
+    expect(out).toHaveLength(1);
+    const held = muxer.finish();
+    expect(held).toHaveLength(1);
+    expect(videoCounts(pieces(Buffer.concat([...out, ...held])).parts)).toEqual([3]);
+    expect(muxer.finish()).toEqual([]);
+    const perFrame = new Mp4Muxer();
+    for (const m of [videoConfig(), ...publish(3, [0], false)]) perFrame.push(m);
+    expect(perFrame.finish()).toEqual([]);
   });
 });
 
