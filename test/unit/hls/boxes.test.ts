@@ -3,6 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { aacObjectType, Fmp4Error, Fmp4Splitter, parseFragment, parseInit, type Fmp4Piece } from "../../../src/hls";
+import { initSegment, type Mp4Track } from "../../../src/mp4";
 import { fmp4FromPipes } from "../../helpers/fmp4";
 
 // The fragmented-MP4 reader of the packager: the splitter on hand-made boxes, then on what the
@@ -159,5 +160,53 @@ describe("what ffmpeg writes to a pipe", () => {
     expect(frames).toHaveLength(6);
     expect(frames[0]).toMatch(/^1,I/);
     expect(frames.slice(1).every((f) => f.startsWith("0,"))).toBe(true);
+  });
+});
+
+describe("parseInit: the RFC 6381 string of each video sample entry src/mp4 writes", () => {
+  type Codec = "avc1" | "hvc1" | "av01" | "vp09";
+  const videoInit = (codec: Codec, configHex: string) => {
+    const track: Mp4Track = { id: 1, kind: "video", codec, config: Buffer.from(configHex, "hex"), width: 640, height: 360, timescale: 90000 };
+    const audio: Mp4Track = { id: 2, kind: "audio", codec: "mp4a", config: Buffer.from("1190", "hex"), channels: 2, sampleRate: 48000, timescale: 48000 };
+    return initSegment([track, audio]);
+  };
+  /** The same init with the first `from` after the stsd renamed `to`: another entry type, or a record box gone. */
+  const renamed = (init: Buffer, from: string, to: string) => {
+    const out = Buffer.from(init);
+    const at = out.indexOf(from, out.indexOf("stsd"), "latin1");
+    if (at < 0) throw new Error(`no ${from} in the init`);
+    out.write(to, at, "latin1");
+    return out;
+  };
+  // Records from codecString's tests: x265, SVT-AV1 and libvpx-vp9 as they wrote them.
+  const HVCC = "0101600000009000000000005af000fcfdf8f800000f04";
+  const AV1C = "81000c000a0b";
+  const AVCC = "0164001fffe1000467640000";
+
+  it.each<[string, Buffer, string]>([
+    ["avc1 (x264 High 3.1)", videoInit("avc1", AVCC), "avc1.64001f"],
+    ["avc3: its own prefix, the record's numbers", renamed(videoInit("avc1", AVCC), "avc1", "avc3"), "avc3.64001f"],
+    ["hvc1 (x265 Main 3.0)", videoInit("hvc1", HVCC), "hvc1.1.6.L90.90"],
+    ["hev1: its own prefix, the record's numbers", renamed(videoInit("hvc1", HVCC), "hvc1", "hev1"), "hev1.1.6.L90.90"],
+    ["hvc1, high tier, profile space 1, two constraint bytes", videoInit("hvc1", "01610000000080b0000000005d"), "hvc1.A1.0.H93.80.b0"],
+    ["av01 (SVT-AV1 Main, level 2.0, 8 bits)", videoInit("av01", AV1C), "av01.0.00M.08"],
+    ["av01 Main level 5.1, 10 bits", videoInit("av01", "810d4c"), "av01.0.13M.10"],
+    ["vp09 sent with vpcC's version and flags", videoInit("vp09", "010000000014820202020000"), "vp09.00.20.08"],
+    ["vp09 profile 2, 10 bits, the record alone", videoInit("vp09", "021fa20101010000"), "vp09.02.31.10"],
+  ])("%s", (_name, init, codec) => {
+    const [video, audio] = parseInit(init);
+    expect(video).toMatchObject({ id: 1, handler: "vide", timescale: 90000, codec, width: 640, height: 360 });
+    expect(audio).toMatchObject({ id: 2, handler: "soun", codec: "mp4a.40.2", channels: 2, sampleRate: 48000 });
+  });
+
+  it.each<[string, Buffer, string]>([
+    ["hvc1 without its hvcC", renamed(videoInit("hvc1", HVCC), "hvcC", "free"), "hvc1"],
+    ["hev1 without its hvcC", renamed(renamed(videoInit("hvc1", HVCC), "hvc1", "hev1"), "hvcC", "free"), "hev1"],
+    ["av01 without its av1C", renamed(videoInit("av01", AV1C), "av1C", "free"), "av01"],
+    ["vp09 without its vpcC", renamed(videoInit("vp09", "010000000014820202020000"), "vpcC", "free"), "vp09"],
+    ["hvc1 with a record too short to read", videoInit("hvc1", "01016000000090"), "hvc1"],
+    ["av01 with a record too short to read", videoInit("av01", "81"), "av01"],
+  ])("%s: the entry type alone", (_name, init, codec) => {
+    expect(parseInit(init)[0]).toMatchObject({ handler: "vide", codec, width: 640, height: 360 });
   });
 });
