@@ -75,6 +75,9 @@ export const firstMsnFor = (startedAtMs: number) => Math.max(1, Math.floor(start
 
 const roundUpMs = (s: number) => Math.ceil(s * 1000 - 1e-6) / 1000;
 
+/** Segments of two renditions starting this close (ms) start on the same keyframe instant: under a frame at 30 fps, over a clock's rounding. */
+const ALIGNMENT_TOLERANCE_MS = 20;
+
 const FILE = /^(.+)_(?:(p)?(\d{1,12})\.m4s|init(\d{1,6})\.mp4)$/;
 
 interface Waiter {
@@ -226,6 +229,27 @@ export class LivePackager {
         codecs: map?.codecs ?? [],
       };
     });
+  }
+
+  /**
+   * Renditions whose newest segment in common with the first (by media sequence number) starts
+   * at another instant: their keyframes are not the first's. An encoded ladder is aligned by
+   * construction; an encoder's own (multitrack) may not be, and players switching between such
+   * renditions land on a keyframe that is not there.
+   */
+  unalignedRenditions(): number[] {
+    const top = this.tracks[0];
+    if (!top || this.tracks.length < 2) return [];
+    const out: number[] = [];
+    this.tracks.forEach((t, i) => {
+      if (i === 0) return;
+      const msn = Math.min(t.lastCompleteMsn, top.lastCompleteMsn);
+      const mine = t.segment(msn);
+      const theirs = top.segment(msn);
+      if (!mine || !theirs || mine.discontinuity !== theirs.discontinuity) return;
+      if (Math.abs(mine.programDateTime - theirs.programDateTime) > ALIGNMENT_TOLERANCE_MS) out.push(i);
+    });
+    return out;
   }
 
   master(): string | undefined {

@@ -100,8 +100,14 @@ export class Mp4Muxer {
   /** Set once the init segment is out: the tracks it declared can take samples. */
   private clocks: Map<number, TrackClock> | undefined;
   private fragmenter: Fragmenter | undefined;
-  /** The first frame's timestamp (ms): time 0 of every track. */
+  /**
+   * Time 0 of every track, on the publisher's clock (ms): its first frame's for a decoder's pipe
+   * (ffmpeg starts its output there); 0 for parts, so renditions packaged from several tracks of
+   * one publish (and their segments' instants) share one timeline whichever frame each started on.
+   */
   private origin = 0;
+  /** The first frame's timestamp (ms): nothing before it is written (audio before the first picture). */
+  private startsAt = 0;
   private ended = false;
 
   constructor(private readonly options: Mp4MuxerOptions = {}) {}
@@ -178,7 +184,8 @@ export class Mp4Muxer {
 
   private init(timestamp: number): Buffer {
     const video = this.video!;
-    this.origin = timestamp;
+    this.startsAt = timestamp;
+    this.origin = this.options.partSeconds === undefined ? timestamp : 0;
     // The size the decoder will find in the stream when the record says it, else the publisher's word.
     // onMetaData describes the default track: another track's size is its record's or unknown.
     const { width, height } = recordSize(video.codec, video.record) ?? (this.options.track ? { width: 0, height: 0 } : this.size);
@@ -198,6 +205,7 @@ export class Mp4Muxer {
   /** A sample timed on its track's clock, into the fragmenter; nothing for audio from before the first frame. */
   private sample(trackId: number, timestamp: number, data: Buffer, keyframe: boolean, compositionOffset: number): Buffer[] {
     const clock = this.clocks!.get(trackId)!;
+    if (clock.last === undefined && timestamp < this.startsAt) return [];
     const at = sampleTime(timestamp, this.origin, clock.timescale, clock.last);
     if (at === undefined || !this.fragmenter) return [];
     clock.last = at;

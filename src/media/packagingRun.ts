@@ -88,6 +88,8 @@ export class PackagingRun {
   async stop(): Promise<void> {
     if (!this.run) return;
     this.stopping = true;
+    // Stopping a feed writes what its muxer still holds (the part in the making) into the run first.
+    for (const stop of this.stopFeeds) this.guard(stop);
     this.finish(0);
     await this.done;
   }

@@ -86,22 +86,30 @@ export class PartFragmenter implements Fragmenter {
     const previous = list[list.length - 1];
     const s = { ...sample, at: this.placed(sample, previous) };
     if (previous) previous.duration = s.at - previous.sample.at;
-    const out: Buffer[] = [];
-    const lead = this.videoTrack ?? this.tracks[0]!.id;
-    if (s.trackId === lead && list.length > 0) {
-      const span = (s.at - list[0]!.sample.at) / track.timescale;
-      // Only a video keyframe opens a part: every AAC frame is a sync sample, and an audio-only
-      // stream cut on each would get parts of one frame.
-      const key = s.keyframe && s.trackId === this.videoTrack;
-      if (key || span >= this.partSeconds - 1e-6) out.push(this.cut(s.at / track.timescale));
-    } else if (s.trackId !== lead && list.length > 0) {
-      // Video stalled while audio goes on (or comes slower than parts): audio cuts the parts,
-      // so players are not starved of sound.
-      const span = (s.at - list[0]!.sample.at) / track.timescale;
-      if (span >= this.partSeconds * 2) out.push(this.cut(s.at / track.timescale));
+    if (this.cutsBefore(s, track, list)) {
+      const out = [this.cut(s.at / track.timescale)];
+      list.push({ sample: s, duration: undefined });
+      return out;
     }
     list.push({ sample: s, duration: undefined });
-    return out;
+    return [];
+  }
+
+  /** Whether what is held is written as a part before `s`. */
+  private cutsBefore(s: TimedSample, track: FragmenterTrack, list: readonly Held[]): boolean {
+    const span = list.length > 0 ? (s.at - list[0]!.sample.at) / track.timescale : 0;
+    if (s.trackId === this.videoTrack) {
+      // A video keyframe always opens a part (and so can open a segment), even after audio alone
+      // filled the one before it. Only video's: every AAC frame is a sync sample.
+      if (s.keyframe && [...this.held.values()].some((l) => l.length > 0)) return true;
+      return span >= this.partSeconds - 1e-6;
+    }
+    if (this.videoTrack === undefined) return span >= this.partSeconds - 1e-6;
+    // Audio beside video: video cuts the parts, but when it stalls audio goes on filling them, so
+    // players are not starved of sound. A frame still waiting for its successor gets half a
+    // part's grace first; with none held, audio cuts at the part length.
+    const videoHeld = this.held.get(this.videoTrack)!.length > 0;
+    return span >= this.partSeconds * (videoHeld ? 1.5 : 1) - 1e-6;
   }
 
   /**

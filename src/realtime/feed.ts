@@ -103,8 +103,8 @@ export class LiveFeed {
    * viewers are let go, and those who come are told `reason`, until a run with frames starts.
    */
   runWithoutFrames(reason: string): void {
+    // The stopped run stays the previous one: the next run's timeline starts after its last frame.
     this.run?.stop();
-    this.run = undefined;
     this.noFrames = reason;
     this.started.clear();
     for (const l of [...this.listeners]) l.feedEnded();

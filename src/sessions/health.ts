@@ -14,11 +14,13 @@ export interface HealthSignals {
   /** Bytes per second over the last 10 s, and over the session's publish so far. */
   ingestRate?: number;
   ingestAverage?: number;
+  /** Renditions of an encoder's own ladder whose keyframes are not at the top rendition's instants (their names). */
+  unalignedRenditions?: readonly string[];
 }
 
 /** Each issue's kind, for metrics (a label with few values). */
-export type IssueKind = "reconnecting" | "slow_transcode" | "long_keyframe_interval" | "bitrate_collapse" | "no_audio";
-export const ISSUE_KINDS: IssueKind[] = ["reconnecting", "slow_transcode", "long_keyframe_interval", "bitrate_collapse", "no_audio"];
+export type IssueKind = "reconnecting" | "slow_transcode" | "long_keyframe_interval" | "bitrate_collapse" | "no_audio" | "unaligned_keyframes";
+export const ISSUE_KINDS: IssueKind[] = ["reconnecting", "slow_transcode", "long_keyframe_interval", "bitrate_collapse", "no_audio", "unaligned_keyframes"];
 
 export interface Health {
   isHealthy: boolean;
@@ -59,6 +61,12 @@ export function assessHealth(s: HealthSignals): Health {
       add("bitrate_collapse", `ingest bitrate collapsed: ${Math.round((s.ingestRate * 8) / 1000)} kbit/s, ${Math.round((100 * s.ingestRate) / s.ingestAverage)} % of the publish's average`);
     }
     if (!s.hasAudio) add("no_audio", "no audio: the publisher sends video only");
+    if (s.unalignedRenditions && s.unalignedRenditions.length > 0) {
+      add(
+        "unaligned_keyframes",
+        `the encoder's renditions have keyframes at different instants (${s.unalignedRenditions.join(", ")} against the top one): players switching renditions may stall or skip; give every track the same keyframe interval, aligned`,
+      );
+    }
   }
   return { isHealthy: issues.length === 0, issues, kinds };
 }

@@ -163,6 +163,10 @@ export class SessionManager implements IngestHandlers, LiveControl {
     if (this.isOpening(stream.id)) return refusePublish("unavailable", "another publisher of this stream is starting: reconnect in a moment");
     const current = this.byStream.get(stream.id);
     if (!current) return this.begin(stream, publisherId, protocol);
+    if (!current.isEnding && !current.takesTracks(this.deps.publisherStats(publisherId)?.videoTracks)) {
+      // The session's renditions are its encoder's tracks: another ladder is another session.
+      void current.stop("publisher left", "the publisher came back with other video tracks: a new session starts");
+    }
 
     if (!current.isEnding) {
       // Known before attach: attach may end the session at once (a failed start), and forget it.

@@ -261,6 +261,18 @@ export class StreamRuntime {
     return this.info.renditions.every((r) => r.encode === null);
   }
 
+  /**
+   * Whether a publisher with these video tracks can continue this session: a session that takes
+   * its encoder's ladder (multitrack) as its renditions needs the same tracks; any other takes
+   * any source.
+   */
+  takesTracks(tracks: readonly number[] | undefined): boolean {
+    if (!this.passesThrough) return true;
+    const mine = this.info.renditions.map((r) => r.track ?? 0);
+    const theirs = tracks && tracks.length > 0 ? tracks : [0];
+    return mine.length === theirs.length && mine.every((t, i) => t === theirs[i]);
+  }
+
   get profiles() {
     return this.session.profiles;
   }
@@ -387,7 +399,8 @@ export class StreamRuntime {
   /** The stream's health from its publisher and pipeline (Livepeer's isHealthy and issues). */
   health(): Health {
     const left = this.windowEndsAt !== undefined ? Math.max(0, (this.windowEndsAt - this.clock.now()) / 1000) : undefined;
-    return this.meters.health(this.currentStats(), this.active, left);
+    const unaligned = this.hls.packager.unalignedRenditions().map((i) => this.info.renditions[i]!.name);
+    return this.meters.health(this.currentStats(), this.active, left, unaligned);
   }
 
   private currentStats() {

@@ -43,7 +43,14 @@ export class LocalRtmp {
       reader.endPlay();
       return () => undefined;
     }
-    return this.server.read(name, reader);
+    const stop = this.server.read(name, reader);
+    // Parts are held until the frame after them: a run stopped by its session writes its last one.
+    return format === "parts"
+      ? () => {
+          stop();
+          reader.endPlay();
+        }
+      : stop;
   }
 }
 

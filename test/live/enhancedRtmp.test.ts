@@ -207,6 +207,24 @@ describe("Enhanced RTMP publishers", () => {
         const { streams } = await probe(`${base}/${i}/index.m3u8`);
         expect(streams.find((s) => s.codec_name === "h264")).toMatchObject({ width: size.width, height: size.height });
       }
+      // The tracks' keyframes are at the same instants (one GOP length): nothing to report.
+      expect((await api("GET", `/stream/${stream.id}`)).body.issues ?? []).not.toContainEqual(expect.stringContaining("keyframes at different instants"));
+      await publishing;
+    } finally {
+      client.close();
+    }
+  }, 90_000);
+
+  it("a multitrack ladder whose tracks have keyframes at different instants plays, and the stream's health says so", async () => {
+    const [top, other] = await Promise.all([enhancedFrames("avc1", 10, { size: { width: 640, height: 360 }, gop: 30 }), enhancedFrames("avc1", 10, { gop: 45 })]);
+    const stream = (await api("POST", "/stream", { name: "erTMP unaligned ladder", profiles: [] })).body;
+    const client = await StatusClient.connect(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`);
+    try {
+      expect(await client.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
+      const publishing = publishPaced(client, multitrackLadder(top!, [other!]));
+      await livePlayback(stream);
+      await waitFor("the health issue", async () => JSON.stringify((await api("GET", `/stream/${stream.id}`)).body.issues ?? []).includes("keyframes at different instants (source track 1 against the top one)"), 15_000);
+      expect((await api("GET", `/stream/${stream.id}`)).body.isHealthy).toBe(false);
       await publishing;
     } finally {
       client.close();

@@ -5,6 +5,7 @@ import path from "node:path";
 import * as HLS from "hls-parser";
 import { LivePackager, parseBlockingQuery, satisfies, tooFarAhead, type Fmp4Piece } from "../../../src/hls";
 import { buildLiveArgs, renditionLadder } from "../../../src/media";
+import { initSegment, PartFragmenter } from "../../../src/mp4";
 import { fmp4FromPipes } from "../../helpers/fmp4";
 
 // The packager on what the live pipeline's own ffmpeg arguments write from an FLV source (RTMP's
@@ -394,5 +395,31 @@ describe("blocking playlist reload", () => {
     expect(releaseMs).toBeLessThan(700);
     expect(abortMs).toBeLessThan(2000);
     p.end();
+  });
+});
+
+describe("keyframe alignment of renditions packaged as sent", () => {
+  const PASSTHROUGH = renditionLadder([], 1, [0, 1]);
+
+  /** A second of 30 fps video per `seconds`, a keyframe every `gop` frames, as LL-HLS parts of one track. */
+  function track(seconds: number, gop: number): Buffer[] {
+    const timing = [{ id: 1, timescale: 90_000, defaultDuration: 3000 }];
+    const init = initSegment([{ id: 1, kind: "video", codec: "avc1", config: Buffer.from([1, 0x42, 0xc0, 0x1e, 0xff, 0xe0, 0x00]), width: 320, height: 180, timescale: 90_000 }]);
+    const parts = new PartFragmenter(timing, 1, 0.2);
+    const out = [init];
+    for (let f = 0; f < seconds * 30; f++) out.push(...parts.add({ trackId: 1, at: f * 3000, data: Buffer.alloc(100), keyframe: f % gop === 0, compositionOffset: 0 }));
+    return [...out, ...parts.flush()];
+  }
+
+  it.each([
+    ["the same GOP on both tracks: aligned", 30, []],
+    ["1 s against 1.5 s: the second track's segments start elsewhere", 45, [1]],
+  ] as const)("%s", (_name, gop, expected) => {
+    const p = new LivePackager({ renditions: PASSTHROUGH, lowLatency: true, segmentTarget: 2, windowSegments: 3, uriPrefix: "abcd1234", audioBitrate: 96_000 });
+    const run = p.startRun();
+    const tracks = [track(8, 30), track(8, gop)];
+    tracks.forEach((pieces, r) => pieces.forEach((bytes) => run.push(r, bytes, 1_000_000)));
+    expect(p.tracks.every((t) => t.lastCompleteMsn > 1)).toBe(true);
+    expect(p.unalignedRenditions()).toEqual(expected);
   });
 });

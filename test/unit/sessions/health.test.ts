@@ -10,6 +10,7 @@ describe("assessHealth", () => {
     ["long_keyframe_interval", { keyframeIntervalMs: 4000 }, /keyframe interval 4.0 s is longer than 2 s: set the encoder's keyframe interval to 2 s or less/],
     ["bitrate_collapse", { ingestRate: 10_000, ingestAverage: 100_000 }, /ingest bitrate collapsed: 80 kbit\/s, 10 %/],
     ["no_audio", { hasAudio: false }, /no audio/],
+    ["unaligned_keyframes", { unalignedRenditions: ["source track 1"] }, /keyframes at different instants \(source track 1 against the top one\)/],
   ] as const)("%s", (kind, signals, text) => {
     const h = assessHealth({ ...base, ...signals });
     expect(h.isHealthy).toBe(false);
