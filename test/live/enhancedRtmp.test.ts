@@ -231,6 +231,36 @@ describe("Enhanced RTMP publishers", () => {
     }
   }, 90_000);
 
+  it("a publisher that comes back inside the reconnect window with another ladder gets a new session, with renditions of its own", async () => {
+    const [top, other, single] = await Promise.all([enhancedFrames("avc1", 4, { size: { width: 640, height: 360 } }), enhancedFrames("avc1", 4), enhancedFrames("avc1", 6)]);
+    const stream = (await api("POST", "/stream", { name: "erTMP ladder change", profiles: [], reconnectWindow: 30 })).body;
+    const url = `rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`;
+    const base = `http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}`;
+    const variants = async () => (await (await fetch(`${base}/index.m3u8`)).text()).split("\n").filter((l) => l.startsWith("#EXT-X-STREAM-INF:")).length;
+    const first = await StatusClient.connect(url);
+    try {
+      expect(await first.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
+      const publishing = publishPaced(first, multitrackLadder(top!, [other!]));
+      await livePlayback(stream);
+      expect(await variants()).toBe(2);
+      await publishing;
+    } finally {
+      first.close();
+    }
+    await waitFor("the stream idle", async () => !(await api("GET", `/stream/${stream.id}`)).body.isActive, 15_000);
+    const second = await StatusClient.connect(url);
+    try {
+      expect(await second.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
+      const publishing = publishPaced(second, single!);
+      await waitFor("a second session", async () => ((await api("GET", `/stream/${stream.id}/sessions`)).body as unknown[]).length === 2, 15_000);
+      await livePlayback(stream);
+      expect(await variants()).toBe(1);
+      await publishing;
+    } finally {
+      second.close();
+    }
+  }, 90_000);
+
   it("VP9 over E-RTMP is refused on its first video tag with NetStream.Publish.Rejected naming the codec", async () => {
     const stream = (await api("POST", "/stream", { name: "erTMP vp9" })).body;
     const client = await StatusClient.connect(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`);
