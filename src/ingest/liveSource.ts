@@ -35,6 +35,15 @@ export interface SourceReader {
  */
 export const GOP_CACHE_MAX_BYTES = 32 * 1024 * 1024;
 
+/**
+ * Nor is it kept past this long (ms): a track of an encoder's ladder that stopped sending video
+ * would otherwise keep its last keyframe and every audio message since.
+ */
+export const GOP_CACHE_MAX_MS = 60_000;
+
+/** Video tracks of one publish kept apart (E-RTMP allows 256; OBS sends up to five): others are dropped. */
+export const MAX_VIDEO_TRACKS = 8;
+
 /** A legacy AVC or enhanced-RTMP video sequence header (the decoder configuration). */
 export function isVideoSequenceHeader(body: Uint8Array): boolean {
   const first = body[0];
@@ -86,6 +95,7 @@ export class LiveSource {
   /** One message of the publish: kept as the joining readers need it, and sent to every reader of it. */
   push(media: RelayedMedia): void {
     if (this.ended) return;
+    if (media.kind === "video" && !this.tracks.has(trackOf(media)) && this.tracks.size >= MAX_VIDEO_TRACKS) return;
     this.remember(media);
     for (const reader of this.members) {
       if (media.kind === "video" && trackOf(media) !== (reader.track ?? 0)) continue;
@@ -151,7 +161,8 @@ function keep(track: TrackCache, media: RelayedMedia, keyframe: boolean): void {
     return;
   }
   track.gopBytes += media.body.length;
-  if (track.gopBytes > GOP_CACHE_MAX_BYTES) {
+  const oldest = track.gop[0];
+  if (track.gopBytes > GOP_CACHE_MAX_BYTES || (oldest !== undefined && media.timestamp - oldest.timestamp > GOP_CACHE_MAX_MS)) {
     track.gop = [];
     track.gopBytes = 0;
     return;

@@ -1,5 +1,5 @@
 import { decodeAmf0 } from "../../../src/rtmp/amf0";
-import { GOP_CACHE_MAX_BYTES, isAudioSequenceHeader, isVideoSequenceHeader, LiveSource, type RelayedMedia, type SourceReader } from "../../../src/ingest/liveSource";
+import { GOP_CACHE_MAX_BYTES, GOP_CACHE_MAX_MS, MAX_VIDEO_TRACKS, isAudioSequenceHeader, isVideoSequenceHeader, LiveSource, type RelayedMedia, type SourceReader } from "../../../src/ingest/liveSource";
 
 // Legacy FLV bodies: frame type and codec in the first byte, the AVC/AAC packet type in the second.
 const avcHeader = Buffer.from([0x17, 0x00, 0, 0, 0, 1]);
@@ -15,10 +15,15 @@ const opusHeader = Buffer.from([0x90, ...Buffer.from("Opus"), 1]);
 const video = (timestamp: number, body: Buffer): RelayedMedia => ({ kind: "video", timestamp, body });
 const audio = (timestamp: number, body: Buffer): RelayedMedia => ({ kind: "audio", timestamp, body });
 
+const onTrack = (track: number, m: RelayedMedia): RelayedMedia => ({ ...m, track });
+
 class Reader implements SourceReader {
   got: RelayedMedia[] = [];
   ended = 0;
-  constructor(private readonly open = Infinity) {}
+  constructor(
+    private readonly open = Infinity,
+    readonly track?: number,
+  ) {}
   sendMedia(media: RelayedMedia): boolean {
     if (this.got.length >= this.open) return false;
     this.got.push(media);
@@ -89,6 +94,52 @@ describe("LiveSource", () => {
     const late = new Reader();
     source.add(late);
     expect(late.got.map((m) => m.body)).toEqual([avcHeader]);
+  });
+
+  it("keeps an encoder's ladder apart: each reader gets its own track's video (headers, pictures since its keyframe) and everyone's audio", () => {
+    const source = new LiveSource();
+    const main = new Reader();
+    const one = new Reader(Infinity, 1);
+    source.add(main);
+    source.add(one);
+    const sent = [video(0, avcHeader), onTrack(1, video(0, avcHeader)), audio(0, aacHeader), video(0, avcKey(1)), onTrack(1, video(0, avcKey(2))), audio(20, aacFrame(3)), onTrack(1, video(33, avcInter(4))), video(33, avcInter(5))];
+    for (const m of sent) source.push(m);
+    // The default track's readers see exactly what they saw before tracks existed.
+    expect(main.got).toEqual(sent.filter((m) => m.track === undefined));
+    expect(one.got).toEqual(sent.filter((m) => m.kind === "audio" || m.track === 1));
+    const late = new Reader(Infinity, 1);
+    source.add(late);
+    expect(late.got.map((m) => [m.kind, m.track, m.timestamp])).toEqual([
+      ["video", 1, 0],
+      ["audio", undefined, 0],
+      ["video", 1, 0],
+      ["audio", undefined, 20],
+      ["video", 1, 33],
+    ]);
+    expect(source.videoTracks).toEqual([0, 1]);
+    // A reader of a track the publish does not have gets its audio only.
+    const none = new Reader(Infinity, 7);
+    source.add(none);
+    expect(none.got.every((m) => m.kind === "audio")).toBe(true);
+  });
+
+  it("keeps at most MAX_VIDEO_TRACKS tracks apart; video of any other is dropped", () => {
+    const source = new LiveSource();
+    for (let t = 1; t < MAX_VIDEO_TRACKS + 3; t++) source.push(onTrack(t, video(0, avcHeader)));
+    expect(source.videoTracks).toHaveLength(MAX_VIDEO_TRACKS);
+    const extra = new Reader(Infinity, MAX_VIDEO_TRACKS + 1);
+    source.add(extra);
+    source.push(onTrack(MAX_VIDEO_TRACKS + 1, video(10, avcKey(1))));
+    expect(extra.got).toEqual([]);
+  });
+
+  it("drops a cached group of pictures older than GOP_CACHE_MAX_MS (a track that stopped sending video)", () => {
+    const source = new LiveSource();
+    source.push(onTrack(1, video(0, avcKey(1))));
+    source.push(audio(GOP_CACHE_MAX_MS + 1, aacFrame(2)));
+    const late = new Reader(Infinity, 1);
+    source.add(late);
+    expect(late.got).toEqual([]);
   });
 
   it("drops the cached group of pictures past its size cap: a late reader then waits for the next keyframe", () => {
