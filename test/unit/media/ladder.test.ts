@@ -7,6 +7,26 @@ describe("renditionLadder", () => {
     expect(renditionLadder([], 2)).toEqual([{ index: 0, name: "source", encode: null }]);
   });
 
+  it.each([
+    ["a plain source (track 0 only)", [0], [{ index: 0, name: "source", encode: null }]],
+    ["no tracks known: the source", [], [{ index: 0, name: "source", encode: null }]],
+    [
+      "an encoder's ladder: one rendition per track, the default first",
+      [0, 1, 2],
+      [
+        { index: 0, name: "source", encode: null },
+        { index: 1, name: "source track 1", encode: null, track: 1 },
+        { index: 2, name: "source track 2", encode: null, track: 2 },
+      ],
+    ],
+  ] as const)("no profiles, %s", (_name, tracks, expected) => {
+    expect(renditionLadder([], 2, tracks)).toEqual(expected);
+  });
+
+  it("profiles: the source's tracks do not change the ladder (track 0 is transcoded)", () => {
+    expect(renditionLadder([P("720p", 1280, 720)], 2, [0, 1, 2]).map((r) => [r.name, r.track])).toEqual([["720p", undefined]]);
+  });
+
   it("one rendition per profile, even sizes, a GOP of one segment", () => {
     const r = renditionLadder([P("720p", 1280, 720), P("odd", 853, 481, 25, 500_000)], 2);
     expect(r.map((x) => x.name)).toEqual(["720p", "odd"]);
