@@ -3,34 +3,22 @@ import path from "node:path";
 import type { Writable } from "node:stream";
 import { LeaseLost, type Lease, type SessionRecord, type Store, type StreamRecord, type Tx } from "../db";
 import type { EventSink } from "../events";
-import { PASSTHROUGH_VIDEO, type PublisherStats } from "../ingest";
+import type { PublisherStats } from "../ingest";
 import type { Logger } from "../log";
-import { PART_SECONDS, type HlsSegment, type LiveHls } from "../hls";
+import type { HlsSegment, LiveHls } from "../hls";
 import type { LiveFeed, RealtimeFeeds } from "../realtime";
-import {
-  endPlaylists,
-  LivePipeline,
-  PackagingRun,
-  PIPELINE_SCHEDULE,
-  renditionLadder,
-  RestartLoop,
-  restartDelayMs as restartDelay,
-  THUMBNAIL_FILE,
-  type LivePipelineOptions,
-  type PipeFormat,
-  type ProcessEnd,
-  type SourceForm,
-  type ProcessRegistry,
-  type StoredSegment,
-} from "../media";
+import { endPlaylists, renditionLadder, type LivePipelineOptions, type SourceForm, type ProcessRegistry, type StoredSegment } from "../media";
 import { refusePublish, type IngestProtocol, type LiveRates, type PublishRefusal, type Rendition } from "../shapes";
 import type { LiveSessionMetrics, Metrics } from "../metrics";
 import { realClock, type Clock, type ClockTimer } from "./clock";
-import { describeEnd, describeExit, FAILED_ENDS, refusalFor, type EndReason } from "./endReason";
+import { describeEnd, FAILED_ENDS, refusalFor, type EndReason } from "./endReason";
 import type { Health } from "./health";
 import { LiveMeters, SLOW_LIMIT, SLOW_WINDOW_MS } from "./liveMeters";
 import type { LiveSessionInfo, LiveSessionObserver } from "./observer";
 import { segmentCounters, SessionHls } from "./sessionHls";
+import { passesThrough, SessionRuns, takesTracks, type LivePipelineRun } from "./sessionRuns";
+
+export { MAX_PIPELINE_RESTARTS, restartDelayMs, type LivePipelineRun } from "./sessionRuns";
 
 export interface StreamRuntimeDeps {
   store: Store;
@@ -76,25 +64,11 @@ export interface StreamRuntimeDeps {
   pipelines?: (options: LivePipelineOptions) => LivePipelineRun;
 }
 
-/** What a session needs of one pipeline run. */
-export type LivePipelineRun = Pick<LivePipeline, "start" | "stop">;
-
 /** How long ffmpeg gets to see end-of-stream and finish its segments before it is stopped. */
 const PUBLISHER_GONE_GRACE_MS = 1200;
 
 /** How often a session end that could not be written (disk full) is tried again. */
 const END_RETRY_MS = 2000;
-
-/**
- * A pipeline that dies under a live publisher is restarted this many times, 0.5, 1 and 2 s
- * after (short: viewers are waiting), then the session ends. A run that played for a minute
- * wipes the count: occasional crashes over hours are not a crash loop.
- */
-export const MAX_PIPELINE_RESTARTS = PIPELINE_SCHEDULE.maxFailures!;
-
-/** Wait before restart n (0-based). */
-export const restartDelayMs = (n: number) => restartDelay(n + 1, PIPELINE_SCHEDULE);
-
 
 /**
  * A stream's live life (MediaMTX's path): one session, its HLS output and its observers, fed
@@ -119,17 +93,8 @@ export class StreamRuntime {
   private readonly metrics: LiveSessionMetrics | undefined;
   /** The publisher feeding it now; undefined while it waits for one. */
   private publisherId: string | undefined;
-  private pipeline: LivePipelineRun | undefined;
-  /** A superseded run (its publisher was replaced) finishing before the next one starts. */
-  private draining: LivePipelineRun | undefined;
-  /** Pipelines started: each later one continues the playlists after a discontinuity. */
-  private runs = 0;
-  /** Restarts after a failure under the current publisher: back-off, a bound, one log line each. */
-  private readonly restarts: RestartLoop;
-  /** When the current run became playable (a long healthy run forgives earlier failures). */
-  private runPlayableAt: number | undefined;
-  /** Some run made the playlists playable: later runs continue them. */
-  private hasMedia = false;
+  /** Its pipeline runs, one at a time, restarted under a live publisher. */
+  private readonly runs: SessionRuns;
   /** The session's HLS: every run's fragments continue the same playlists. */
   private readonly hls: SessionHls;
   /** The session's frames for WebRTC playback (src/realtime), when it is on. */
@@ -142,7 +107,6 @@ export class StreamRuntime {
   private watchdog: ClockTimer | undefined;
   /** When the reconnect window runs out (ms), while the session waits for its publisher. */
   private windowEndsAt: number | undefined;
-  private lastEnd: ProcessEnd | undefined;
   private readonly meters: LiveMeters;
   private readonly clock: Clock;
   private markClosed!: () => void;
@@ -205,15 +169,6 @@ export class StreamRuntime {
       leaseLost: () => this.leaseLost,
     };
     this.meters = new LiveMeters(deps.segmentSeconds);
-    const clock = this.clock;
-    this.restarts = new RestartLoop({
-      kind: "pipeline",
-      what: "pipeline",
-      schedule: PIPELINE_SCHEDULE,
-      log: this.log,
-      metrics: deps.metrics?.restarts,
-      timers: { now: () => clock.now(), setTimeout: (fn, ms) => clock.setTimeout(fn, ms), clearTimeout: (t) => clock.clearTimeout(t as ClockTimer) },
-    });
     this.hls = new SessionHls({
       info: this.info,
       sessionId: this.session.id,
@@ -224,17 +179,38 @@ export class StreamRuntime {
       ffmpegCmaf: deps.ffmpegCmaf,
       liveHls: deps.liveHls,
       log: this.log,
-      run: () => this.runs - 1,
+      run: () => this.runs.count - 1,
       onStored: (r, segment, stored, run) => this.segmentStored(r, segment, stored, run),
       onWriteFailed: (err) => this.fault(err),
     });
     this.feed = deps.realtime?.open(this.info.playbackId, this.info.renditions);
+    this.runs = new SessionRuns({
+      runtime: deps,
+      info: this.info,
+      hls: this.hls,
+      feed: this.feed,
+      meters: this.meters,
+      metrics: this.metrics,
+      log: this.log,
+      clock: this.clock,
+      host: {
+        publisherId: () => this.publisherId,
+        ending: () => this.ending !== undefined,
+        finished: () => this.finished,
+        fault: (err) => this.fault(err),
+        stop: (reason, detail) => void this.stop(reason, detail),
+        finish: () => this.finish(),
+        live: (p) => void this.serially(() => this.goLive(p)),
+        started: () => this.watchSpeed(),
+        storageProblem: () => this.storageProblem(),
+      },
+    });
     this.newPublisher(publisherId);
   }
 
   start(): void {
     this.log.info({ profiles: this.session.profiles.map((p) => p.name), record: this.session.record }, "live session started");
-    this.startRun();
+    this.runs.start();
   }
 
   /** The session is ending: no publisher can join it (the caller waits for `closed`, then starts another). */
@@ -255,22 +231,14 @@ export class StreamRuntime {
     return this.ending?.reason;
   }
 
-  /** The ladder this session encodes (for the node's capacity). */
   /** Its ladder copies the source (no profiles): the packager takes the source's video as it is. */
   get passesThrough(): boolean {
-    return this.info.renditions.every((r) => r.encode === null);
+    return passesThrough(this.info.renditions);
   }
 
-  /**
-   * Whether a publisher with these video tracks can continue this session: a session that takes
-   * its encoder's ladder (multitrack) as its renditions needs the same tracks; any other takes
-   * any source.
-   */
+  /** Whether a publisher with these video tracks can continue this session (see takesTracks in sessionRuns). */
   takesTracks(tracks: readonly number[] | undefined): boolean {
-    if (!this.passesThrough) return true;
-    const mine = this.info.renditions.map((r) => r.track ?? 0);
-    const theirs = tracks && tracks.length > 0 ? tracks : [0];
-    return mine.length === theirs.length && mine.every((t, i) => t === theirs[i]);
+    return takesTracks(this.info.renditions, tracks);
   }
 
   get profiles() {
@@ -292,21 +260,10 @@ export class StreamRuntime {
     const previous = this.publisherId;
     if (previous !== undefined && previous !== publisherId) this.deps.disconnectPublisher(previous, refusePublish("unavailable", "replaced by a newer publisher of this stream"));
     this.newPublisher(publisherId);
-    this.restarts.recovered();
+    this.runs.recovered();
     this.log.info({ publisherId, afterWindow: waited }, "a publisher is back: the session continues");
     this.cancelRestart();
-    // The previous run (or one still draining from an earlier attach) finishes what it had
-    // first: runs never overlap, the next one continues the playlists after it.
-    if (this.pipeline) {
-      this.draining = this.pipeline;
-      this.pipeline = undefined;
-    }
-    const old = this.draining;
-    if (!old) return this.startRun();
-    void old.stop(1000).then(() => {
-      if (this.draining === old) this.draining = undefined;
-      if (this.publisherId === publisherId && !this.ending && !this.pipeline) this.startRun();
-    });
+    this.runs.handOver(publisherId);
   }
 
   /**
@@ -318,9 +275,9 @@ export class StreamRuntime {
     this.publisherId = undefined;
     if (refusal) return void this.stop("media refused", refusal);
     // A restart that was waiting has no publisher to serve now.
-    this.restarts.cancel();
+    this.runs.cancelRestart();
     // ffmpeg gets end-of-stream and finishes its segments; make sure it does, promptly.
-    const p = this.pipeline;
+    const p = this.runs.current;
     if (p) this.clock.setTimeout(() => void p.stop(1000), PUBLISHER_GONE_GRACE_MS).unref();
     this.goIdle();
     void this.serially(async () => {
@@ -332,7 +289,7 @@ export class StreamRuntime {
         this.ending = { reason: "publisher left" };
         // The run ends by itself (end-of-stream, or the grace stop above) and finishes the
         // session; a run still draining is stopped first, so it cannot rewrite ended playlists.
-        if (!this.pipeline) void (this.draining?.stop(2000) ?? Promise.resolve()).then(() => this.finish());
+        if (!this.runs.current) void (this.runs.draining?.stop(2000) ?? Promise.resolve()).then(() => this.finish());
         return;
       }
       this.windowEndsAt = this.clock.now() + windowSeconds * 1000;
@@ -364,9 +321,11 @@ export class StreamRuntime {
     this.publisherId = undefined;
     if (publisherId !== undefined) this.deps.disconnectPublisher(publisherId, refusalFor(this.ending.reason, this.ending.detail, this.stream.id));
     // A run still draining must not write its playlists after they have ended.
-    if (this.draining) await this.draining.stop(2000);
+    const draining = this.runs.draining;
+    if (draining) await draining.stop(2000);
     this.cancelRestart();
-    if (this.pipeline) await this.pipeline.stop(2000);
+    const current = this.runs.current;
+    if (current) await current.stop(2000);
     else this.finish();
     await this.closed;
   }
@@ -422,119 +381,15 @@ export class StreamRuntime {
     this.meters.newPublisher(this.deps.publisherStats(publisherId));
   }
 
-  private startRun(): void {
-    if (this.ending || this.finished) return;
-    const run = this.runs++;
-    this.runPlayableAt = undefined;
-    this.meters.newRun();
-    if (run === 0) {
-      try {
-        this.hls.resetFiles();
-      } catch (err) {
-        return this.fault(err);
-      }
-    }
-    // FLV carries H.264 only: HEVC and AV1 sources come as fragmented MP4 (its codec is known
-    // by now: the ingest starts a publish on its first video tag). Passed through, they need no
-    // ffmpeg at all: the ingest writes them as LL-HLS parts for the packager.
-    const codec = this.publisherId !== undefined ? this.deps.publisherStats(this.publisherId)?.videoCodec : undefined;
-    const format: PipeFormat = codec === undefined || codec === PASSTHROUGH_VIDEO ? "flv" : "mp4";
-    const packagesSource = this.passesThrough && (format === "mp4" || this.info.renditions.length > 1);
-    const options: LivePipelineOptions = {
-      ffmpegPath: this.deps.ffmpegPath,
-      input: { name: this.info.streamId, format, feed: (into) => this.deps.readSource(this.info.streamId, into, format) },
-      renditions: this.info.renditions,
-      segmentSeconds: this.deps.segmentSeconds,
-      ...(this.deps.lowLatency ? { fragmentMicros: PART_SECONDS * 1e6 } : {}),
-      cmaf: this.deps.ffmpegCmaf !== false,
-      packager: this.hls.packager,
-      // The source's audio is known by now (the ingest admits a publish once it is).
-      ...(this.feed && !packagesSource ? { realtime: this.feed.startRun(!!this.publisherId && this.deps.publisherStats(this.publisherId)?.hasAudio === true) } : {}),
-      workDir: this.info.hlsDir,
-      // Beside the playlists: served at /hls/<playbackId>/thumbnail.jpg, left there when the session ends.
-      thumbnailFile: path.join(this.info.hlsDir, THUMBNAIL_FILE),
-      log: this.log,
-      registry: this.deps.registry,
-      onPlayable: () => this.playable(pipeline),
-      onOutputTime: (seconds) => this.outputTime(pipeline, seconds),
-      onEnded: (end) => this.pipelineEnded(pipeline, end),
-      // A run already superseded cannot fail the one that replaced it.
-      onFault: (err) => (pipeline === this.pipeline ? this.fault(err) : this.log.warn({ err }, "a superseded pipeline run failed")),
-    };
-    if (packagesSource) this.feed?.runWithoutFrames(this.noWebrtcReason(codec));
-    const pipeline: LivePipelineRun = this.deps.pipelines
-      ? this.deps.pipelines(options)
-      : packagesSource
-        ? new PackagingRun({ ...options, inputs: this.info.renditions.map((r) => ({ name: this.info.streamId, feed: (into) => this.deps.readSource(this.info.streamId, into, "parts", r.track) })) })
-        : new LivePipeline(options);
-    this.pipeline = pipeline;
-    try {
-      pipeline.start();
-    } catch (err) {
-      this.pipeline = undefined;
-      this.fault(err);
-      return;
-    }
-    if (!this.watchdog) {
-      this.watchdog = this.clock.setInterval(() => this.checkSpeed(), 5000);
-      this.watchdog.unref();
-    }
-  }
-
-  /** What a WebRTC viewer of a source packaged as sent is told: it carries H.264 from the server's own encoder only. */
-  private noWebrtcReason(codec: string | undefined): string {
-    const what = this.info.renditions.length > 1 ? "its encoder's own renditions (multitrack)" : `its ${codec ?? "source"} video`;
-    return `this stream plays ${what} as sent, over HLS only: WebRTC playback carries the server's H.264 ladder (give the stream profiles for it)`;
-  }
-
   /** A restart was waiting: it will not happen. */
   private cancelRestart(): void {
-    this.restarts.cancel();
-    if (this.ending && !this.pipeline) this.finish();
-  }
-
-  /**
-   * A run's ffmpeg exited. Under a publisher, a failure restarts it (bounded, with back-off)
-   * and a clean exit (end-of-stream from a replaced publisher) starts the next run at once;
-   * without one, the session waits for its window; when the session ends, it is finished.
-   */
-  private pipelineEnded(p: LivePipelineRun, end: ProcessEnd): void {
-    if (p !== this.pipeline) return; // a run already superseded (a reconnect): the next one is on its way
-    this.pipeline = undefined;
-    this.lastEnd = end;
-    if (this.ending) return this.finish();
-    if (this.publisherId === undefined) return; // waiting for the publisher: the window decides
-    // Under its publisher a run never ends by itself: a clean exit means its input was cut
-    // (it fell too far behind: see the ingest's reader cap). Both count as failures, so a
-    // pipeline that cannot keep up ends instead of looping. A long healthy run earns a clean slate.
-    // A full or unwritable disk, or this stream's folder alone, fails every restart too: end now, and say so.
-    const storage = this.storageProblem();
-    if (storage) return void this.stop("storage unavailable", storage);
-    const playedForMs = this.runPlayableAt === undefined ? undefined : this.clock.now() - this.runPlayableAt;
-    this.runPlayableAt = undefined;
-    const restarted = this.restarts.failed("died under a live publisher", () => this.startRun(), {
-      ranForMs: playedForMs,
-      fields: { code: end.code, signal: end.signal, of: MAX_PIPELINE_RESTARTS },
-    });
-    if (restarted === undefined) return void this.stop("pipeline failed", describeExit(end, MAX_PIPELINE_RESTARTS));
-    this.metrics?.pipelineRestarted();
-  }
-
-  private playable(p: LivePipelineRun): void {
-    if (p !== this.pipeline || this.ending || this.publisherId === undefined) return;
-    try {
-      this.hls.writeMaster();
-    } catch (err) {
-      return this.fault(err);
-    }
-    this.hasMedia = true;
-    this.runPlayableAt = this.clock.now();
-    void this.serially(() => this.goLive(p));
+    this.runs.cancelRestart();
+    if (this.ending && !this.runs.current) this.finish();
   }
 
   private async goLive(p: LivePipelineRun): Promise<void> {
     // A restart under a live publisher: the stream never stopped being live.
-    if (this.active || p !== this.pipeline || this.ending || this.publisherId === undefined) return;
+    if (this.active || p !== this.runs.current || this.ending || this.publisherId === undefined) return;
     const { events } = this.deps;
     // isActive and stream.started together or not at all: a session that cannot record going
     // live (disk full) ends instead, and owes no stream.idle.
@@ -548,7 +403,7 @@ export class StreamRuntime {
     this.active = true;
     this.hls.packager.announce();
     this.metrics?.playable();
-    this.log.info({ run: this.runs - 1 }, "stream is live: HLS playable");
+    this.log.info({ run: this.runs.count - 1 }, "stream is live: HLS playable");
     // Observers work from the files (recordings link them, rendition pushes read them): they
     // hear once the segments that made it playable are on disk.
     const publisher = this.publisherId;
@@ -593,11 +448,11 @@ export class StreamRuntime {
     for (const o of this.deps.observers) this.tell(o, "segmentWritten", () => o.segmentWritten?.(this.info, written));
   }
 
-  /** ffmpeg's output clock against the publisher's: the transcode's speed. */
-  private outputTime(p: LivePipelineRun, seconds: number): void {
-    if (p !== this.pipeline || this.publisherId === undefined) return;
-    const stats = this.deps.publisherStats(this.publisherId);
-    if (stats) this.meters.outputTime(seconds, stats);
+  /** A run is under way: its speed is checked every 5 s from now until the session ends. */
+  private watchSpeed(): void {
+    if (this.watchdog) return;
+    this.watchdog = this.clock.setInterval(() => this.checkSpeed(), 5000);
+    this.watchdog.unref();
   }
 
   /** A transcode that cannot keep up for SLOW_WINDOW_MS only falls further behind: end it, saying why. */
@@ -716,12 +571,12 @@ export class StreamRuntime {
     const { reason } = end;
     try {
       // The playlists end (players stop treating them as live); a session that never played leaves nothing.
-      if (this.hasMedia) endPlaylists(this.info.hlsDir);
+      if (this.runs.hasMedia) endPlaylists(this.info.hlsDir);
       else fs.rmSync(this.info.hlsDir, { recursive: true, force: true });
     } catch (err) {
       this.log.error({ err }, "could not end the session's playlists");
     }
-    const described = describeEnd(reason, end.detail ?? (reason === "pipeline failed" && this.lastEnd ? describeExit(this.lastEnd, Math.min(this.restarts.failures, MAX_PIPELINE_RESTARTS)) : undefined));
+    const described = describeEnd(reason, end.detail ?? (reason === "pipeline failed" ? this.runs.failureDetail() : undefined));
     void this.serially(async () => {
       const owesIdle = this.active;
       this.active = false;
@@ -738,7 +593,7 @@ export class StreamRuntime {
     } catch {
       s = undefined;
     }
-    const fields = { reason: described, durationSeconds: s?.sourceSegmentsDuration, segments: s?.sourceSegments, runs: this.runs };
+    const fields = { reason: described, durationSeconds: s?.sourceSegmentsDuration, segments: s?.sourceSegments, runs: this.runs.count };
     if (FAILED_ENDS.includes(reason)) this.log.error(fields, "live session ended");
     else this.log.info(fields, "live session ended");
     for (const o of this.deps.observers) this.tell(o, "sessionEnded", () => o.sessionEnded(this.info));
