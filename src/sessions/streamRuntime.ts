@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import type { Writable } from "node:stream";
-import { LeaseLost, type Lease, type SessionRecord, type Store, type StreamRecord, type Tx } from "../db";
+import { LeaseLost, type Lease, type SessionRecord, type Store, type StreamRecord } from "../db";
 import type { EventSink } from "../events";
 import type { PublisherStats } from "../ingest";
 import type { Logger } from "../log";
@@ -17,6 +17,7 @@ import { LiveMeters, SLOW_LIMIT, SLOW_WINDOW_MS } from "./liveMeters";
 import type { LiveSessionInfo, LiveSessionObserver } from "./observer";
 import { segmentCounters, SessionHls } from "./sessionHls";
 import { passesThrough, SessionRuns, takesTracks, type LivePipelineRun } from "./sessionRuns";
+import { SessionWrites } from "./sessionWrites";
 
 export { MAX_PIPELINE_RESTARTS, restartDelayMs, type LivePipelineRun } from "./sessionRuns";
 
@@ -67,9 +68,6 @@ export interface StreamRuntimeDeps {
 /** How long ffmpeg gets to see end-of-stream and finish its segments before it is stopped. */
 const PUBLISHER_GONE_GRACE_MS = 1200;
 
-/** How often a session end that could not be written (disk full) is tried again. */
-const END_RETRY_MS = 2000;
-
 /**
  * A stream's live life (MediaMTX's path): one session, its HLS output and its observers, fed
  * by one publisher at a time. It outlives any one connection: when the publisher leaves, the
@@ -95,6 +93,8 @@ export class StreamRuntime {
   private publisherId: string | undefined;
   /** Its pipeline runs, one at a time, restarted under a live publisher. */
   private readonly runs: SessionRuns;
+  /** Its state and events, written under the lease. */
+  private readonly writes: SessionWrites;
   /** The session's HLS: every run's fragments continue the same playlists. */
   private readonly hls: SessionHls;
   /** The session's frames for WebRTC playback (src/realtime), when it is on. */
@@ -169,6 +169,19 @@ export class StreamRuntime {
       leaseLost: () => this.leaseLost,
     };
     this.meters = new LiveMeters(deps.segmentSeconds);
+    this.writes = new SessionWrites({
+      store: deps.store,
+      events: deps.events,
+      log: this.log,
+      clock: this.clock,
+      lease: this.lease,
+      streamId: stream.id,
+      sessionId: session.id,
+      storageProblem: () => deps.storageProblem(),
+      streamTakenOver: (id) => deps.streamTakenOver(id),
+      leaseLost: () => this.leaseLost,
+      abandon: (why) => this.abandon(why),
+    });
     this.hls = new SessionHls({
       info: this.info,
       sessionId: this.session.id,
@@ -390,15 +403,8 @@ export class StreamRuntime {
   private async goLive(p: LivePipelineRun): Promise<void> {
     // A restart under a live publisher: the stream never stopped being live.
     if (this.active || p !== this.runs.current || this.ending || this.publisherId === undefined) return;
-    const { events } = this.deps;
-    // isActive and stream.started together or not at all: a session that cannot record going
-    // live (disk full) ends instead, and owes no stream.idle.
-    const recorded = await this.write("going live", () =>
-      this.fenced(async (tx) => {
-        await tx.streams.setActive([this.stream.id, this.session.id], true);
-        await events.raise("stream.started", this.stream.id, { sessionId: this.session.id }, tx);
-      }),
-    );
+    // A session that cannot record going live (disk full) ends instead, and owes no stream.idle.
+    const recorded = await this.writes.activity(true, "going live");
     if (!recorded) return void this.stop("storage unavailable", "the database cannot record the session going live");
     this.active = true;
     this.hls.packager.announce();
@@ -423,13 +429,7 @@ export class StreamRuntime {
   }
 
   private async recordIdle(): Promise<void> {
-    const { events } = this.deps;
-    const recorded = await this.write("going idle", () =>
-      this.fenced(async (tx) => {
-        await tx.streams.setActive([this.stream.id, this.session.id], false);
-        await events.raise("stream.idle", this.stream.id, { sessionId: this.session.id }, tx);
-      }),
-    );
+    const recorded = await this.writes.activity(false, "going idle");
     // Not written (disk full): the end, retried until it is, owes and raises the stream.idle.
     if (!recorded) return void this.stop("storage unavailable", "the database cannot record the publisher leaving");
     this.active = false;
@@ -443,7 +443,7 @@ export class StreamRuntime {
     const delta = segmentCounters(r, segment);
     this.metrics?.progress(delta.sourceSegmentsDuration);
     this.meters.segmentsWritten(bytes);
-    void this.write("segment counters", () => this.fenced((tx) => tx.sessions.addProgress(this.session.id, delta)));
+    this.writes.progress(delta);
     const written = { rendition: r, file: stored.file, uri: segment.uri, duration: segment.duration, seq: segment.msn, bytes, run, map: stored.map };
     for (const o of this.deps.observers) this.tell(o, "segmentWritten", () => o.segmentWritten?.(this.info, written));
   }
@@ -497,61 +497,6 @@ export class StreamRuntime {
     }
   }
 
-  /**
-   * A state write from a media callback: if the disk is full it throws, and that must not
-   * take the process (and every other session) down. Logged; storage is checked at once.
-   */
-  private async write(what: string, write: () => Promise<unknown>): Promise<boolean> {
-    try {
-      await write();
-      return true;
-    } catch (err) {
-      if (err instanceof LeaseLost) {
-        this.abandon(`${what} found the lease taken`);
-        return false;
-      }
-      this.log.error({ err, what }, "could not record live session state");
-      this.deps.storageProblem();
-      return false;
-    }
-  }
-
-  /**
-   * A write about the session, in one transaction that first checks (and holds, on PostgreSQL)
-   * this node's lease: the parent stream's row is the first it locks. Throws LeaseLost, having
-   * written nothing, when another node took it.
-   */
-  private fenced<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
-    return this.deps.store.transaction(async (tx) => {
-      if (!(await tx.nodes.confirm(this.lease))) throw new LeaseLost(this.lease);
-      return work(tx);
-    });
-  }
-
-  /**
-   * The session's end, written until it is: closed, not active, and the stream.idle its
-   * stream.started is owed, in one transaction. A full disk delays it (retried every 2 s
-   * while the server runs, the lease kept meanwhile); a restart's recovery closes what is
-   * still open then. Not written at all once another node took the lease (that node ends it).
-   */
-  private async recordEnd(described: string, owesIdle: boolean, at = this.clock.now(), attempt = 1): Promise<void> {
-    const { store, events } = this.deps;
-    if (this.leaseLost) return this.markEndWritten();
-    const recorded = await this.write("session end", () =>
-      this.fenced(async (tx) => {
-        await tx.sessions.end(this.session.id, at, described);
-        // Written late, while a successor is live: only this session's own child stream.
-        const takenOver = attempt > 1 && this.deps.streamTakenOver(this.stream.id) === true;
-        await tx.streams.setActive(takenOver ? [this.session.id] : [this.stream.id, this.session.id], false);
-        // stream.idle pairs with stream.started: exactly one for each.
-        if (owesIdle) await events.raise("stream.idle", this.stream.id, { sessionId: this.session.id }, tx);
-      }),
-    );
-    if (!recorded && store.db.isOpen && !this.leaseLost) return void this.clock.setTimeout(() => void this.recordEnd(described, owesIdle, at, attempt + 1), END_RETRY_MS).unref();
-    if (recorded && attempt > 1) this.log.info({ attempt }, "session end recorded after storage came back");
-    this.markEndWritten();
-  }
-
   private finish(): void {
     if (this.finished) return;
     this.finished = true;
@@ -580,7 +525,7 @@ export class StreamRuntime {
     void this.serially(async () => {
       const owesIdle = this.active;
       this.active = false;
-      await this.recordEnd(described, owesIdle);
+      await this.writes.end(described, owesIdle, () => this.markEndWritten());
       await this.announceEnd(reason, described);
     });
   }
