@@ -1,0 +1,70 @@
+import type { Rendition } from "../../../src/shapes";
+import { afterRun, noWebrtcReason, passesThrough, runForm, takesTracks } from "../../../src/sessions/sessionRuns";
+
+// The decisions about a session's pipeline runs that need no process: which kind of run a
+// source gets, which publishers can continue a session, what follows a run's exit.
+
+const copy = (index: number, track?: number): Rendition => ({ index, name: index === 0 ? "source" : `track ${track}`, encode: null, ...(track === undefined ? {} : { track }) });
+const encoded = (index: number): Rendition => ({ index, name: `${index}`, encode: { width: 1280, height: 720, fps: 30, bitrate: 3_000_000, gopFrames: 60 } });
+
+const source = [copy(0)];
+const ladder = [copy(0, 0), copy(1, 1), copy(2, 2)];
+const transcoded = [encoded(0), encoded(1)];
+
+describe("a session's pipeline runs", () => {
+  it.each([
+    ["a source copied", source, true],
+    ["an encoder's ladder", ladder, true],
+    ["profiles", transcoded, false],
+    ["profiles beside the source's copy", [copy(0), encoded(1)], false],
+  ] as const)("passesThrough(%s)", (_, renditions, expected) => {
+    expect(passesThrough(renditions)).toBe(expected);
+  });
+
+  it.each([
+    // A run before the codec is known, and H.264, read FLV; ffmpeg packages a single copied H.264 source.
+    ["codec not known yet", undefined, source, { format: "flv", packagesSource: false }],
+    ["H.264 copied", "H.264", source, { format: "flv", packagesSource: false }],
+    ["H.264 transcoded", "H.264", transcoded, { format: "flv", packagesSource: false }],
+    // FLV carries H.264 only.
+    ["HEVC copied", "HEVC", source, { format: "mp4", packagesSource: true }],
+    ["AV1 copied", "AV1", source, { format: "mp4", packagesSource: true }],
+    ["HEVC transcoded", "HEVC", transcoded, { format: "mp4", packagesSource: false }],
+    // An encoder's own ladder is packaged as sent, whatever its codec.
+    ["an H.264 ladder", "H.264", ladder, { format: "flv", packagesSource: true }],
+  ] as const)("runForm(%s)", (_, codec, renditions, expected) => {
+    expect(runForm(codec, renditions)).toEqual(expected);
+  });
+
+  it.each([
+    ["profiles: any tracks", transcoded, [0, 1], true],
+    ["a copied source: the default track", source, undefined, true],
+    ["a copied source: no tracks named", source, [], true],
+    ["a copied source: a ladder now", source, [0, 1], false],
+    ["a ladder: the same tracks", ladder, [0, 1, 2], true],
+    ["a ladder: fewer tracks", ladder, [0, 1], false],
+    ["a ladder: other tracks", ladder, [0, 1, 3], false],
+    ["a ladder: the default track only", ladder, undefined, false],
+  ] as const)("takesTracks(%s)", (_, renditions, tracks, expected) => {
+    expect(takesTracks(renditions, tracks)).toBe(expected);
+  });
+
+  it.each([
+    [1, "HEVC", "this stream plays its HEVC video as sent"],
+    [1, undefined, "this stream plays its source video as sent"],
+    [3, "H.264", "this stream plays its encoder's own renditions (multitrack) as sent"],
+  ] as const)("noWebrtcReason(%i renditions, %s)", (renditions, codec, start) => {
+    const reason = noWebrtcReason(renditions, codec);
+    expect(reason.startsWith(start)).toBe(true);
+    expect(reason).toContain("WebRTC playback carries the server's H.264 ladder");
+  });
+
+  it.each([
+    [true, true, "finish"],
+    [true, false, "finish"],
+    [false, true, "restart"],
+    [false, false, "wait"],
+  ] as const)("afterRun(ending %s, publisher %s)", (ending, publisher, expected) => {
+    expect(afterRun(ending, publisher)).toBe(expected);
+  });
+});
