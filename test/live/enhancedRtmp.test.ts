@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import * as HLS from "hls-parser";
 import { encodeAudioTag, encodeVideoTag, FlvReader, readAudioTag, readVideoTag, RtmpPublisher, type AudioTag, type FlvTag, type VideoTag } from "../../src/rtmp";
 import { codecString } from "../../src/mp4";
 import { probe, waitFor } from "../helpers/media";
@@ -12,6 +13,17 @@ import { useTestServer } from "../helpers/server";
 // enhanced form (or a multitrack message) before onair's RTMP client publishes it.
 
 const FFMPEG = process.env.FFMPEG_PATH || "ffmpeg";
+HLS.setOptions({ strictMode: true, silent: true });
+
+/** A live media playlist as a strict LL-HLS client reads it: parts within PART-TARGET, segments within TARGETDURATION. */
+function checkStrict(text: string): void {
+  const pl = HLS.parse(text) as HLS.types.MediaPlaylist;
+  expect(pl.partTargetDuration).toBeGreaterThan(0);
+  for (const s of pl.segments) {
+    if (s.uri) expect(Math.round(s.duration)).toBeLessThanOrEqual(pl.targetDuration);
+    for (const p of s.parts.filter((x) => !x.hint)) expect(p.duration).toBeLessThanOrEqual(pl.partTargetDuration! + 1e-9);
+  }
+}
 const fx = useTestServer();
 const { api } = fx;
 const ONE_RUNG = [{ name: "180p", width: 320, height: 180, fps: 30, bitrate: 300_000 }];
@@ -149,6 +161,7 @@ describe("Enhanced RTMP publishers", () => {
       expect(master).toContain(`CODECS="${codecString({ codec, config: encoded.videoConfig })},mp4a.40.2"`);
       expect(master).toContain("RESOLUTION=320x180");
       const media = await (await fetch(`${base}/0/index.m3u8`)).text();
+      checkStrict(media);
       expect(media).toMatch(/#EXT-X-PART:DURATION=0\.\d+,URI="[^"]+",INDEPENDENT=YES/);
       // WebRTC playback carries the server's H.264: a viewer is told why not, and plays HLS.
       const whep = await fetch(`http://127.0.0.1:${fx.t.server.port}/whep/${stream.playbackId}`, { method: "POST", headers: { "content-type": "application/sdp" }, body: "v=0\r\n" });
@@ -206,6 +219,7 @@ describe("Enhanced RTMP publishers", () => {
       for (const [i, size] of sizes.entries()) {
         const { streams } = await probe(`${base}/${i}/index.m3u8`);
         expect(streams.find((s) => s.codec_name === "h264")).toMatchObject({ width: size.width, height: size.height });
+        checkStrict(await (await fetch(`${base}/${i}/index.m3u8`)).text());
       }
       // The tracks' keyframes are at the same instants (one GOP length): nothing to report.
       expect((await api("GET", `/stream/${stream.id}`)).body.issues ?? []).not.toContainEqual(expect.stringContaining("keyframes at different instants"));
