@@ -1,6 +1,7 @@
 import { spawn } from "node:child_process";
-import { encodeAudioTag, encodeVideoTag, VideoFrameTypes } from "../../src/rtmp";
+import { encodeAudioTag, encodeVideoTag, readAudioTag, readVideoTag, VideoFrameTypes } from "../../src/rtmp";
 import { FFMPEG } from "./media";
+import type { RtmpPublisher } from "./rtmpClient";
 
 // Real HEVC, AV1 or H.264 (and AAC) as an Enhanced RTMP publisher sends it: ffmpeg encodes a
 // test pattern and a tone to fragmented MP4 (its FLV muxer, in 5.1, writes neither HEVC nor AV1),
@@ -71,6 +72,61 @@ export async function enhancedFrames(codec: EnhancedCodec, seconds: number, opti
     videoFrames: video.samples.length,
     audioFrames: sound?.samples.length ?? 0,
   };
+}
+
+/**
+ * An encoder's own ladder as OBS's enhanced broadcasting sends it: the top rendition as track 0
+ * (plain enhanced packets), each other one as one-track multitrack messages of its own id,
+ * frame by frame beside track 0's (the encodes share their frame times).
+ */
+export function multitrackLadder(top: EnhancedStream, others: EnhancedStream[]): EnhancedStream {
+  const videoOf = (s: EnhancedStream) => s.messages.filter((m) => m.type === 9);
+  const otherVideo = others.map(videoOf);
+  let k = 0;
+  const messages: EnhancedMessage[] = top.messages.flatMap((m) => {
+    if (m.type !== 9) return [m];
+    const i = k++;
+    const extra = otherVideo.map((list, n) => {
+      const packet = readVideoTag(list[i]!.body);
+      if (packet.kind !== "config" && packet.kind !== "frame") throw new Error(`an unexpected ${packet.kind} packet`);
+      return { type: 9 as const, timestamp: m.timestamp, body: encodeVideoTag({ kind: "multitrack", layout: "oneTrack", tracks: [{ trackId: n + 1, packet }] }) };
+    });
+    return [m, ...extra];
+  });
+  return { ...top, messages };
+}
+
+/** A decoder configuration (of any track), which a publisher sends once, before the frames. */
+function isSequenceHeader(m: EnhancedMessage): boolean {
+  if (m.type === 8) return readAudioTag(m.body).kind === "config";
+  const tag = readVideoTag(m.body);
+  return tag.kind === "config" || (tag.kind === "multitrack" && tag.tracks.every((t) => t.packet.kind === "config"));
+}
+
+/**
+ * Publishes an encoded stream in real time (each message at its timestamp); resolves once all is
+ * sent, or the socket is gone. With `loop`, sends it again and again until that signal aborts, as
+ * a live encoder would: the configurations once, the timestamps running on from round to round.
+ */
+export async function publishPaced(client: RtmpPublisher, encoded: EnhancedStream, options: { loop?: AbortSignal } = {}): Promise<void> {
+  client.sendMetadata(encoded.metadata);
+  const start = Date.now();
+  const stop = options.loop;
+  // A round is the video's length; the audio past the last frame (AAC frames do not end on a
+  // video frame) is left out, or its timestamps would run into the next round's first.
+  const period = Math.round((encoded.videoFrames * 1000) / encoded.metadata.framerate);
+  const firstFrame = encoded.messages.findIndex((m) => !isSequenceHeader(m));
+  for (let round = 0; ; round++) {
+    const messages = stop === undefined ? encoded.messages : encoded.messages.slice(round === 0 ? 0 : firstFrame).filter((m) => m.timestamp < period);
+    for (const m of messages) {
+      const timestamp = m.timestamp + round * period;
+      const wait = start + timestamp - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      if (stop?.aborted) return;
+      if (!(m.type === 9 ? client.sendVideo(m.body, timestamp) : client.sendAudio(m.body, timestamp))) return;
+    }
+    if (stop === undefined || stop.aborted) return;
+  }
 }
 
 function messagesOf(codec: EnhancedCodec, video: Mp4FileTrack, sound: Mp4FileTrack | undefined, legacy: boolean): EnhancedMessage[] {

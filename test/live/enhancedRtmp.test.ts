@@ -3,7 +3,7 @@ import * as HLS from "hls-parser";
 import { encodeAudioTag, encodeVideoTag, FlvReader, readAudioTag, readVideoTag, RtmpPublisher, type AudioTag, type FlvTag, type VideoTag } from "../../src/rtmp";
 import { codecString } from "../../src/mp4";
 import { probe, waitFor } from "../helpers/media";
-import { enhancedFrames, type EnhancedMessage, type EnhancedStream } from "../helpers/enhancedFrames";
+import { enhancedFrames, multitrackLadder, publishPaced } from "../helpers/enhancedFrames";
 import { enhancedSequenceStartTag, RtmpPublisher as StatusClient } from "../helpers/rtmpClient";
 import { useTestServer } from "../helpers/server";
 
@@ -110,17 +110,6 @@ describe("Enhanced RTMP publishers", () => {
     expect(sessions).toHaveLength(1);
   });
 
-  /** Publishes an encoded stream in real time (each message at its timestamp); resolves once all is sent. */
-  async function publishPaced(client: StatusClient, encoded: EnhancedStream): Promise<void> {
-    client.sendMetadata(encoded.metadata);
-    const start = Date.now();
-    for (const m of encoded.messages) {
-      const wait = start + m.timestamp - Date.now();
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-      if (!(m.type === 9 ? client.sendVideo(m.body, m.timestamp) : client.sendAudio(m.body, m.timestamp))) return;
-    }
-  }
-
   it.each([
     ["HEVC", "hvc1"],
     ["AV1", "av01"],
@@ -172,28 +161,6 @@ describe("Enhanced RTMP publishers", () => {
       client.close();
     }
   }, 60_000);
-
-  /**
-   * An encoder's own ladder as OBS's enhanced broadcasting sends it: the top rendition as track 0
-   * (plain enhanced packets), each other one as one-track multitrack messages of its own id,
-   * frame by frame beside track 0's (the encodes share their frame times).
-   */
-  function multitrackLadder(top: EnhancedStream, others: EnhancedStream[]): EnhancedStream {
-    const videoOf = (s: EnhancedStream) => s.messages.filter((m) => m.type === 9);
-    const otherVideo = others.map(videoOf);
-    let k = 0;
-    const messages: EnhancedMessage[] = top.messages.flatMap((m) => {
-      if (m.type !== 9) return [m];
-      const i = k++;
-      const extra = otherVideo.map((list, n) => {
-        const packet = readVideoTag(list[i]!.body);
-        if (packet.kind !== "config" && packet.kind !== "frame") throw new Error(`an unexpected ${packet.kind} packet`);
-        return { type: 9 as const, timestamp: m.timestamp, body: encodeVideoTag({ kind: "multitrack", layout: "oneTrack", tracks: [{ trackId: n + 1, packet }] }) };
-      });
-      return [m, ...extra];
-    });
-    return { ...top, messages };
-  }
 
   it("a 3-track multitrack ladder to a stream without profiles: three renditions as sent, no ffmpeg, each its own size", async () => {
     const sizes = [
