@@ -51,14 +51,11 @@ import path from "node:path";
 import { loadConfig, type Config } from "../src/config";
 import { createLogger } from "../src/log";
 import { loadLadder, renditionLadder } from "../src/media/ladder";
-import { buildLiveArgs, renditionFd } from "../src/media/liveArgs";
 import { variantDir, variantPlaylist } from "../src/media/hlsFiles";
-import { AUDIO_BITRATE } from "../src/media/livePipeline";
-import { PART_SECONDS } from "../src/hls";
 import { parseMediaPlaylist } from "../src/media/playlists";
 import { startServer, type RunningServer } from "../src/server";
 import type { Profile, Rendition } from "../src/shapes";
-import { Child, exitOnSignal, ffmpegVersion, fixed, formatTable, makeClip, median, positiveIntFromEnv, processCpuSeconds, running } from "./lib";
+import { bareArgs, Child, exitOnSignal, ffmpegVersion, fixed, formatTable, makeClip, median, positiveIntFromEnv, processCpuSeconds, running } from "./lib";
 
 /** Spec: a stream that is not live 20 s after its publisher started has failed. */
 const ACTIVE_TIMEOUT_MS = 20_000;
@@ -114,44 +111,6 @@ function pushClip(ffmpeg: string, clip: string, url: string, name: string): Chil
     "-re", "-stream_loop", "-1", "-i", clip,
     "-c", "copy", "-f", "flv", url,
   ]);
-}
-
-/**
- * The pipeline's own arguments with only the input and the outputs changed: the clip paced by
- * `-re` in place of the FLV pipe from the ingest, and each
- * rendition's fragmented MP4 pipe replaced by ffmpeg's own fMP4 HLS muxer into `outDir`, so the
- * baseline is the same encode with ffmpeg doing the packaging onair does in Node.
- */
-function bareArgs(clip: string, outDir: string, renditions: Rendition[], config: Config, prefix: string): string[] {
-  const marker = "bench-input.flv";
-  const args = buildLiveArgs({
-    inputFile: marker,
-    renditions,
-    segmentSeconds: config.hlsSegmentSeconds,
-    ...(config.hlsLowLatency ? { fragmentMicros: PART_SECONDS * 1e6 } : {}),
-    audioBitrate: AUDIO_BITRATE,
-  });
-  const at = args.indexOf(marker);
-  if (at < 1 || args[at - 1] !== "-i") throw new Error("buildLiveArgs no longer has a single `-i <input>`: update bareArgs in bench/live.ts");
-  let from = at - 1;
-  if (args[from - 2] === "-f") from -= 2;
-  const out = [...args.slice(0, from), "-re", "-stream_loop", "-1", "-i", clip];
-  let i = at + 1;
-  for (const r of renditions) {
-    const muxer = args.indexOf("-f", i);
-    const pipe = args.indexOf(`pipe:${renditionFd(r)}`, i);
-    if (muxer < 0 || pipe < muxer || args[muxer + 1] !== "mp4") throw new Error("buildLiveArgs no longer ends each rendition with `-f mp4 … pipe:N`: update bareArgs in bench/live.ts");
-    const dir = variantDir(outDir, r);
-    out.push(
-      ...args.slice(i, muxer),
-      "-f", "hls", "-hls_time", String(config.hlsSegmentSeconds), "-hls_list_size", String(config.hlsListSize),
-      "-hls_segment_type", "fmp4", "-hls_fmp4_init_filename", `${prefix}_init.mp4`,
-      "-hls_flags", "delete_segments+independent_segments+temp_file",
-      "-hls_segment_filename", path.join(dir, `${prefix}_%05d.m4s`), variantPlaylist(outDir, r),
-    );
-    i = pipe + 1;
-  }
-  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
