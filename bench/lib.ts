@@ -317,6 +317,33 @@ export function childPids(pid: number | undefined): number[] {
   return spawnSync("pgrep", ["-P", String(pid)], { encoding: "utf8" }).stdout.split("\n").filter(Boolean).map(Number);
 }
 
+/** A process's ffmpeg children (the server's ladders, remuxes, bridges) and the CPU seconds of each. */
+export function ffmpegChildren(pid: number | undefined): Map<number, number> {
+  const children = new Map<number, number>();
+  for (const child of childPids(pid)) {
+    let cmd = "";
+    try {
+      cmd = fs.readFileSync(`/proc/${child}/cmdline`, "utf8");
+    } catch {
+      continue;
+    }
+    const cpu = processCpuSeconds(child);
+    if (cmd.includes("ffmpeg") && cpu !== undefined) children.set(child, cpu);
+  }
+  return children;
+}
+
+/** A call to a server's API with its first user's key; the answer's JSON (undefined for 204), or an error with its body. */
+export async function serverApi(s: { apiUrl: string; key: string | undefined }, method: string, p: string, body?: unknown): Promise<any> {
+  const res = await fetch(s.apiUrl + p, {
+    method,
+    headers: { authorization: `Bearer ${s.key}`, ...(body ? { "content-type": "application/json" } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${await res.text()}`);
+  return res.status === 204 ? undefined : res.json();
+}
+
 /** SIGKILL to each PID; one already gone is fine. */
 export function killPids(pids: number[]): void {
   for (const pid of pids) {

@@ -29,7 +29,7 @@ import path from "node:path";
 import { decodeAmf0, encodeAudioTag, encodeVideoTag, FlvReader, readAudioTag, readVideoTag, type AudioTag, type FlvTag, type VideoTag } from "../src/rtmp";
 import { RtmpPublisher as TestPublisher } from "../test/helpers/rtmpClient";
 import { startServerProcess, type ServerProcess } from "../test/helpers/serverProcess";
-import { Child, childPids, exitOnSignal, ffmpegVersion, fixed, formatTable, killPids, machineBusySeconds, makeClip, positiveIntFromEnv, positiveIntListFromEnv, processCpuSeconds, running, stopServerProcess } from "./lib";
+import { Child, childPids, exitOnSignal, ffmpegChildren, ffmpegVersion, fixed, formatTable, killPids, machineBusySeconds, makeClip, positiveIntFromEnv, positiveIntListFromEnv, processCpuSeconds, running, serverApi, stopServerProcess } from "./lib";
 
 const FFMPEG = process.env.FFMPEG_PATH || "ffmpeg";
 const ROOT = path.resolve(__dirname, "..");
@@ -153,22 +153,12 @@ interface BenchStream {
   playbackId: string;
 }
 
-async function api(s: ServerProcess, method: string, p: string, body?: unknown): Promise<any> {
-  const res = await fetch(s.apiUrl + p, {
-    method,
-    headers: { authorization: `Bearer ${s.key}`, ...(body ? { "content-type": "application/json" } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  if (!res.ok) throw new Error(`${method} ${p}: ${res.status} ${await res.text()}`);
-  return res.status === 204 ? undefined : res.json();
-}
-
 /** isActive (this session, not the last one's playlist), then the master playlist 200 and a variant with a segment. */
 async function playsHls(s: ServerProcess, stream: BenchStream): Promise<boolean> {
   const origin = s.apiUrl.replace(/\/api$/, "");
   const deadline = performance.now() + PLAYABLE_TIMEOUT_MS;
   for (; performance.now() < deadline; await sleep(200)) {
-    if (!(await api(s, "GET", `/stream/${stream.id}`)).isActive) continue;
+    if (!(await serverApi(s, "GET", `/stream/${stream.id}`)).isActive) continue;
     const master = await fetch(`${origin}/hls/${stream.playbackId}/index.m3u8`);
     if (master.status !== 200) continue;
     const variant = (await master.text()).split("\n").find((l) => l.trim() !== "" && !l.startsWith("#"));
@@ -182,7 +172,7 @@ async function playsHls(s: ServerProcess, stream: BenchStream): Promise<boolean>
 async function startOnair(dataDir: string, maxN: number): Promise<Side> {
   const s = (server = await startServerProcess(dataDir, { LOG_LEVEL: "warn" }));
   const streams = {} as Record<Form, BenchStream[]>;
-  for (const form of FORMS) streams[form] = await Promise.all(range(maxN).map((i) => api(s, "POST", "/stream", { name: `bench ${form} ${i}`, profiles: [] })));
+  for (const form of FORMS) streams[form] = await Promise.all(range(maxN).map((i) => serverApi(s, "POST", "/stream", { name: `bench ${form} ${i}`, profiles: [] })));
   return {
     label: "onair",
     pid: s.pid,
@@ -192,7 +182,7 @@ async function startOnair(dataDir: string, maxN: number): Promise<Side> {
     idle: async (form, n) => {
       const deadline = performance.now() + IDLE_TIMEOUT_MS;
       for (const stream of streams[form].slice(0, n)) {
-        while ((await api(s, "GET", `/stream/${stream.id}`)).isActive && performance.now() < deadline) await sleep(200);
+        while ((await serverApi(s, "GET", `/stream/${stream.id}`)).isActive && performance.now() < deadline) await sleep(200);
       }
     },
   };
@@ -238,18 +228,7 @@ function socketBytes(port: number): Map<string, number> {
 }
 
 function sample(side: Side): Sample {
-  const children = new Map<number, number>();
-  for (const pid of childPids(side.pid)) {
-    let cmd = "";
-    try {
-      cmd = fs.readFileSync(`/proc/${pid}/cmdline`, "utf8");
-    } catch {
-      continue;
-    }
-    const cpu = processCpuSeconds(pid);
-    if (cmd.includes("ffmpeg") && cpu !== undefined) children.set(pid, cpu);
-  }
-  return { at: performance.now(), cpu: processCpuSeconds(side.pid) ?? NaN, children, received: socketBytes(side.rtmpPort), machine: machineBusySeconds() };
+  return { at: performance.now(), cpu: processCpuSeconds(side.pid) ?? NaN, children: ffmpegChildren(side.pid), received: socketBytes(side.rtmpPort), machine: machineBusySeconds() };
 }
 
 interface Round {
