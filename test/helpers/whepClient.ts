@@ -86,28 +86,35 @@ interface Received {
   packets: Buffer[];
 }
 
+/** The payload types this viewer offers (the answer keeps them). */
+const H264_PT = 96;
+const OPUS_PT = 111;
+
 async function whepPlayOnce(url: string, opts: WhepPlayOptions): Promise<WhepViewer> {
   const pc = new PeerConnection("whep-test-viewer", { iceServers: [], bindAddress: "127.0.0.1" });
   const video = new Video("0", "RecvOnly");
   // libdatachannel's defaults: packetization-mode=1, profile-level-id=42e01f, nack, nack pli, goog-remb.
-  video.addH264Codec(96);
+  video.addH264Codec(H264_PT);
   const audio = new Audio("1", "RecvOnly");
-  audio.addOpusCodec(111);
+  audio.addOpusCodec(OPUS_PT);
   const videoTrack = pc.addTrack(video);
   const audioTrack = pc.addTrack(audio);
   const states: string[] = [];
   pc.onStateChange((state) => states.push(state));
   const received = { video: receive(videoTrack), audio: receive(audioTrack) };
   let firstFrameAt: number | undefined;
-  videoTrack.onMessage((packet) => {
-    if (isRtcp(packet)) return;
+  // Sorted by payload type, not by the track libdatachannel hands a packet to: its demultiplexer
+  // maps SSRCs to tracks from the RTCP it sees too, and now and then files the audio's packets
+  // under the video track (one run counted 0 audio packets and the audio among the video's).
+  const onRtp = (packet: Buffer) => {
+    if (isRtcp(packet) || packet.length < 2) return;
+    if ((packet[1]! & 0x7f) === OPUS_PT) return void received.audio.packets.push(packet);
     received.video.packets.push(packet);
     opts.onVideoPacket?.(packet);
     if (firstFrameAt === undefined && startsH264Keyframe(packet)) firstFrameAt = performance.now();
-  });
-  audioTrack.onMessage((packet) => {
-    if (!isRtcp(packet)) received.audio.packets.push(packet);
-  });
+  };
+  videoTrack.onMessage(onRtp);
+  audioTrack.onMessage(onRtp);
 
   pc.setLocalDescription();
   await until(() => pc.gatheringState() === "complete", 5000, () => "ICE gathering");
