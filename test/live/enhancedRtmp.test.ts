@@ -3,7 +3,7 @@ import * as HLS from "hls-parser";
 import { encodeAudioTag, encodeVideoTag, FlvReader, readAudioTag, readVideoTag, RtmpPublisher, type AudioTag, type FlvTag, type VideoTag } from "../../src/rtmp";
 import { codecString } from "../../src/mp4";
 import { probe, waitFor } from "../helpers/media";
-import { enhancedFrames, multitrackLadder, publishPaced } from "../helpers/enhancedFrames";
+import { enhancedFrames, multitrackLadder, publishPaced, type EnhancedStream } from "../helpers/enhancedFrames";
 import { enhancedSequenceStartTag, RtmpPublisher as StatusClient } from "../helpers/rtmpClient";
 import { useTestServer } from "../helpers/server";
 
@@ -92,6 +92,22 @@ async function livePlayback(stream: { id: string; playbackId: string }): Promise
   await waitFor("the master playlist", async () => (await fetch(`http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}/index.m3u8`)).status === 200, 30_000);
 }
 
+/**
+ * Publishes `encoded` under `streamKey` with the client written from the spec, paced in real
+ * time; `meanwhile` runs as it plays. Resolves once all is sent, the client closed either way.
+ */
+async function publishWhile(streamKey: string, encoded: EnhancedStream, meanwhile: () => Promise<void>): Promise<void> {
+  const client = await StatusClient.connect(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${streamKey}`);
+  try {
+    expect(await client.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
+    const sending = publishPaced(client, encoded);
+    await meanwhile();
+    await sending;
+  } finally {
+    client.close();
+  }
+}
+
 describe("Enhanced RTMP publishers", () => {
   it.each([
     ["H.264 and AAC behind FourCC headers (OBS's enhanced output): transcoded and played like the legacy form", singleTrack],
@@ -116,19 +132,13 @@ describe("Enhanced RTMP publishers", () => {
   ] as const)("%s over E-RTMP to a stream with profiles: transcoded to the H.264 ladder and played", async (_name, codec) => {
     const encoded = await enhancedFrames(codec, 8);
     const stream = (await api("POST", "/stream", { name: `erTMP ${codec}`, profiles: ONE_RUNG })).body;
-    const client = await StatusClient.connect(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`);
-    try {
-      expect(await client.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
-      const publishing = publishPaced(client, encoded);
+    await publishWhile(stream.streamKey, encoded, async () => {
       await livePlayback(stream);
       expect(await probeCodecs(stream.playbackId)).toEqual(["aac", "h264"]);
       const master = await (await fetch(`http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}/index.m3u8`)).text();
       expect(master).toMatch(/CODECS="avc1\.[0-9a-f]{6},mp4a\.40\.2"/);
       expect(master).toContain("RESOLUTION=320x180");
-      await publishing;
-    } finally {
-      client.close();
-    }
+    });
   }, 60_000);
 
   it.each([
@@ -137,10 +147,7 @@ describe("Enhanced RTMP publishers", () => {
   ] as const)("%s over E-RTMP to a stream without profiles: packaged as sent, with no ffmpeg, CODECS from the source's record", async (name, codec, probed) => {
     const encoded = await enhancedFrames(codec, 8);
     const stream = (await api("POST", "/stream", { name: `erTMP ${codec} passthrough`, profiles: [] })).body;
-    const client = await StatusClient.connect(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`);
-    try {
-      expect(await client.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
-      const publishing = publishPaced(client, encoded);
+    await publishWhile(stream.streamKey, encoded, async () => {
       await livePlayback(stream);
       // Live, and not one process of the server's own: the ingest writes the packager's parts.
       expect(fx.t.server.processes.size).toBe(0);
@@ -156,10 +163,7 @@ describe("Enhanced RTMP publishers", () => {
       const whep = await fetch(`http://127.0.0.1:${fx.t.server.port}/whep/${stream.playbackId}`, { method: "POST", headers: { "content-type": "application/sdp" }, body: "v=0\r\n" });
       expect(whep.status).toBe(404);
       expect(((await whep.json()) as { errors: string[] }).errors[0]).toContain(`plays its ${name} video as sent, over HLS only`);
-      await publishing;
-    } finally {
-      client.close();
-    }
+    });
   }, 60_000);
 
   it("a 3-track multitrack ladder to a stream without profiles: three renditions as sent, no ffmpeg, each its own size", async () => {
@@ -171,10 +175,7 @@ describe("Enhanced RTMP publishers", () => {
     const [top, ...others] = await Promise.all(sizes.map((size) => enhancedFrames("avc1", 8, { size })));
     const encoded = multitrackLadder(top!, others);
     const stream = (await api("POST", "/stream", { name: "erTMP multitrack ladder", profiles: [] })).body;
-    const client = await StatusClient.connect(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`);
-    try {
-      expect(await client.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
-      const publishing = publishPaced(client, encoded);
+    await publishWhile(stream.streamKey, encoded, async () => {
       await livePlayback(stream);
       expect(fx.t.server.processes.size).toBe(0);
       const base = `http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}`;
@@ -190,56 +191,34 @@ describe("Enhanced RTMP publishers", () => {
       }
       // The tracks' keyframes are at the same instants (one GOP length): nothing to report.
       expect((await api("GET", `/stream/${stream.id}`)).body.issues ?? []).not.toContainEqual(expect.stringContaining("keyframes at different instants"));
-      await publishing;
-    } finally {
-      client.close();
-    }
+    });
   }, 90_000);
 
   it("a multitrack ladder whose tracks have keyframes at different instants plays, and the stream's health says so", async () => {
     const [top, other] = await Promise.all([enhancedFrames("avc1", 10, { size: { width: 640, height: 360 }, gop: 30 }), enhancedFrames("avc1", 10, { gop: 45 })]);
     const stream = (await api("POST", "/stream", { name: "erTMP unaligned ladder", profiles: [] })).body;
-    const client = await StatusClient.connect(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`);
-    try {
-      expect(await client.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
-      const publishing = publishPaced(client, multitrackLadder(top!, [other!]));
+    await publishWhile(stream.streamKey, multitrackLadder(top!, [other!]), async () => {
       await livePlayback(stream);
       await waitFor("the health issue", async () => JSON.stringify((await api("GET", `/stream/${stream.id}`)).body.issues ?? []).includes("keyframes at different instants (source track 1 against the top one)"), 15_000);
       expect((await api("GET", `/stream/${stream.id}`)).body.isHealthy).toBe(false);
-      await publishing;
-    } finally {
-      client.close();
-    }
+    });
   }, 90_000);
 
   it("a publisher that comes back inside the reconnect window with another ladder gets a new session, with renditions of its own", async () => {
     const [top, other, single] = await Promise.all([enhancedFrames("avc1", 4, { size: { width: 640, height: 360 } }), enhancedFrames("avc1", 4), enhancedFrames("avc1", 6)]);
     const stream = (await api("POST", "/stream", { name: "erTMP ladder change", profiles: [], reconnectWindow: 30 })).body;
-    const url = `rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${stream.streamKey}`;
     const base = `http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}`;
     const variants = async () => (await (await fetch(`${base}/index.m3u8`)).text()).split("\n").filter((l) => l.startsWith("#EXT-X-STREAM-INF:")).length;
-    const first = await StatusClient.connect(url);
-    try {
-      expect(await first.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
-      const publishing = publishPaced(first, multitrackLadder(top!, [other!]));
+    await publishWhile(stream.streamKey, multitrackLadder(top!, [other!]), async () => {
       await livePlayback(stream);
       expect(await variants()).toBe(2);
-      await publishing;
-    } finally {
-      first.close();
-    }
+    });
     await waitFor("the stream idle", async () => !(await api("GET", `/stream/${stream.id}`)).body.isActive, 15_000);
-    const second = await StatusClient.connect(url);
-    try {
-      expect(await second.publish()).toMatchObject({ code: "NetStream.Publish.Start" });
-      const publishing = publishPaced(second, single!);
+    await publishWhile(stream.streamKey, single!, async () => {
       await waitFor("a second session", async () => ((await api("GET", `/stream/${stream.id}/sessions`)).body as unknown[]).length === 2, 15_000);
       await livePlayback(stream);
       expect(await variants()).toBe(1);
-      await publishing;
-    } finally {
-      second.close();
-    }
+    });
   }, 90_000);
 
   it("VP9 over E-RTMP is refused on its first video tag with NetStream.Publish.Rejected naming the codec", async () => {
