@@ -86,6 +86,20 @@ function boundAddresses(port: number): string[] {
     });
 }
 
+/**
+ * Waits for the bridge's RTP port to be bound. The bridge is spawned before the answer and binds
+ * in tens of ms; a clean-clone run on a loaded host once saw nothing bound 5 s after the track
+ * opened, so the wait is long and a timeout says whether the publish was still there.
+ */
+async function bridgeBound(port: number, resource: string): Promise<void> {
+  try {
+    await waitFor("the bridge bound", () => boundAddresses(port).length > 0, 20_000);
+  } catch (err) {
+    const status = (await fetch(resource)).status;
+    throw new Error(`${(err as Error).message} (port ${port}; the publish's resource answers ${status}; ${fx.t.server.processes.size} processes under the server)`);
+  }
+}
+
 /** An attacker's H.264 over RTP (payload type 96, the publisher's own) from `from` to the bridge's video port. */
 function inject(port: number, from: string, seconds: number): { exited: Promise<number | null>; stop(): void } {
   const child = spawn(FFMPEG, [
@@ -104,7 +118,7 @@ describe("RTP injection into a WHIP bridge", () => {
     const s = (await api("POST", "/stream", { name: "silent whip" })).body;
     const resource = await silentPublisher(s.streamKey, true);
     const [videoPort] = bridgePorts();
-    await waitFor("the bridge bound", () => boundAddresses(videoPort!).length > 0, 5000);
+    await bridgeBound(videoPort!, resource);
     // Bound to loopback: unreachable from another host.
     expect(boundAddresses(videoPort!)).toEqual(["127.0.0.1"]);
     expect(boundAddresses(videoPort! + 1)).toEqual(["127.0.0.1"]);
@@ -127,7 +141,7 @@ describe("RTP injection into a WHIP bridge", () => {
     const s = (await api("POST", "/stream", { name: "never connected" })).body;
     const resource = await silentPublisher(s.streamKey, false);
     const [videoPort] = bridgePorts();
-    await waitFor("the bridge bound", () => boundAddresses(videoPort!).length > 0, 5000);
+    await bridgeBound(videoPort!, resource);
     expect(await inject(videoPort!, "127.0.0.9", 6).exited).toBe(0);
     expect(await isActive(s.id)).toBe(false);
     expect((await api("GET", `/stream/${s.id}/sessions`)).body).toEqual([]);
