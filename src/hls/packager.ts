@@ -67,6 +67,18 @@ export function nominalPartTarget(renditions: Rendition[], exactParts = true): n
 }
 
 /**
+ * PART-TARGET of a passthrough source, from its first segment's parts. A publisher's clock counts
+ * milliseconds (FLV), so parts of the same frames measure 0.200 or 0.201 s by rounding alone: the
+ * longest one seen gets that millisecond of room, or a later part would pass it by one.
+ */
+export function measuredPartTarget(partSeconds: readonly number[]): number {
+  return roundUpMs(Math.max(...partSeconds) + SOURCE_CLOCK_SECONDS);
+}
+
+/** The publisher's timestamps' unit (FLV, E-RTMP without nanosecond offsets). */
+const SOURCE_CLOCK_SECONDS = 0.001;
+
+/**
  * A session's first media sequence number: the wall clock in seconds, so that a later session
  * of the stream (the same playback URL) numbers on from where an earlier one stopped, and a
  * response a cache kept from an earlier session cannot pass for this one's.
@@ -371,8 +383,8 @@ export class LivePackager {
   private settle(index: number, r: { closed?: HlsSegment; retired: HlsSegment[] }): void {
     if (!r.closed) return;
     if (this.partTargetSeconds === undefined) {
-      // A passthrough source: PART-TARGET is its first segment's longest part, then fixed.
-      this.partTargetSeconds = roundUpMs(Math.max(...r.closed.parts.map((p) => p.duration)));
+      // A passthrough source: PART-TARGET comes from its first segment's parts, then is fixed.
+      this.partTargetSeconds = measuredPartTarget(r.closed.parts.map((p) => p.duration));
     }
     this.o.onSegment?.(this.o.renditions[index]!, r.closed, r.retired);
   }

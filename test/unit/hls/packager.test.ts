@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as HLS from "hls-parser";
-import { LivePackager, parseBlockingQuery, satisfies, tooFarAhead, type Fmp4Piece } from "../../../src/hls";
+import { LivePackager, measuredPartTarget, parseBlockingQuery, satisfies, tooFarAhead, type Fmp4Piece } from "../../../src/hls";
 import { buildLiveArgs, renditionLadder } from "../../../src/media";
 import { initSegment, PartFragmenter } from "../../../src/mp4";
 import { fmp4FromPipes } from "../../helpers/fmp4";
@@ -421,5 +421,18 @@ describe("keyframe alignment of renditions packaged as sent", () => {
     tracks.forEach((pieces, r) => pieces.forEach((bytes) => run.push(r, bytes, 1_000_000)));
     expect(p.tracks.every((t) => t.lastCompleteMsn > 1)).toBe(true);
     expect(p.unalignedRenditions()).toEqual(expected);
+  });
+});
+
+describe("PART-TARGET of a passthrough source", () => {
+  it.each([
+    ["30 fps on a millisecond clock: 0.200 and 0.201 s parts", [0.2, 0.2, 0.201, 0.2], 0.202],
+    ["a first segment with only 0.200 s parts still leaves room for a 0.201 s one later", [0.2, 0.2, 0.2], 0.201],
+    ["25 fps: 0.240 s parts", [0.24, 0.24, 0.12], 0.241],
+    ["a duration a hair over a millisecond rounds up", [0.2004], 0.202],
+  ])("%s", (_what, parts, expected) => {
+    expect(measuredPartTarget(parts)).toBeCloseTo(expected, 9);
+    // Every part of the first segment, and one a millisecond longer than the longest, fits.
+    expect(Math.max(...parts) + 0.001).toBeLessThanOrEqual(measuredPartTarget(parts) + 1e-9);
   });
 });
