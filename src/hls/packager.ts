@@ -90,6 +90,19 @@ const roundUpMs = (s: number) => Math.ceil(s * 1000 - 1e-6) / 1000;
 /** Segments of two renditions starting this close (ms) start on the same keyframe instant: under a frame at 30 fps, over a clock's rounding. */
 const ALIGNMENT_TOLERANCE_MS = 20;
 
+/**
+ * An encoder's own ladder may announce a track that never sends a frame (a rung its encoder
+ * failed to start): once the top rendition has this many complete segments, the stream goes live
+ * without the renditions that have none, and the master lists only those that have media.
+ */
+export const SILENT_RENDITION_SEGMENTS = 3;
+
+/** Whether a run's renditions, by complete segments each, can be handed out: all, or the top one long enough alone. */
+export function renditionsPlayable(segments: readonly number[]): boolean {
+  const top = segments[0] ?? 0;
+  return top > 0 && (top >= SILENT_RENDITION_SEGMENTS || segments.every((n) => n > 0));
+}
+
 const FILE = /^(.+)_(?:(p)?(\d{1,12})\.m4s|init(\d{1,6})\.mp4)$/;
 
 interface Waiter {
@@ -151,7 +164,7 @@ export class LivePackager {
         return ended;
       },
       get playable() {
-        return segments.every((n) => n > 0);
+        return renditionsPlayable(segments);
       },
       push: (index, chunk, nowMs = Date.now()) => {
         if (ended || this.isEnded) return;
@@ -208,9 +221,9 @@ export class LivePackager {
     return this.partTargetSeconds;
   }
 
-  /** Every rendition has a complete segment: the master playlist can be handed out. */
+  /** Every rendition has a complete segment (or the top one has enough alone): the master playlist can be handed out. */
   get playable(): boolean {
-    return this.tracks.every((t) => t.lastCompleteMsn > 0) && this.partTarget !== undefined;
+    return renditionsPlayable(this.tracks.map((t) => t.completeSegments)) && this.partTarget !== undefined;
   }
 
   /** Every segment of every rendition so far starts on a keyframe (EXT-X-INDEPENDENT-SEGMENTS holds). */
@@ -264,11 +277,18 @@ export class LivePackager {
     return out;
   }
 
+  /** Renditions with no media while the top one went live without them (see SILENT_RENDITION_SEGMENTS). */
+  silentRenditions(): number[] {
+    if ((this.tracks[0]?.completeSegments ?? 0) < SILENT_RENDITION_SEGMENTS) return [];
+    return this.tracks.flatMap((t, i) => (t.completeSegments === 0 ? [i] : []));
+  }
+
   master(): string | undefined {
     if (!this.playable) return undefined;
     // Claimed while it holds: a long-GOP passthrough source is force-cut at its first segment's
     // end, before the master is first handed out, so it never shows the tag.
-    return buildMasterPlaylist(this.variants(), { independentSegments: this.everySegmentStartsOnKeyframe });
+    const withMedia = this.variants().filter((_, i) => this.tracks[i]!.lastCompleteMsn > 0);
+    return buildMasterPlaylist(withMedia, { independentSegments: this.everySegmentStartsOnKeyframe });
   }
 
   /**

@@ -102,6 +102,8 @@ export class RenditionTrack {
   private peakBitsPerSecond = 0;
   private totalBits = 0;
   private totalSeconds = 0;
+  /** Segments completed in the session. */
+  private completed = 0;
   private isEnded = false;
   /** A segment of this session opened on a part that is not independent (a forced cut). */
   private cutBetweenKeyframes = false;
@@ -238,6 +240,11 @@ export class RenditionTrack {
     return this.map;
   }
 
+  /** Segments completed in the session so far. */
+  get completeSegments(): number {
+    return this.completed;
+  }
+
   /** The last complete segment's MSN (0 before any). */
   get lastCompleteMsn(): number {
     return this.complete[this.complete.length - 1]?.msn ?? 0;
@@ -288,6 +295,7 @@ export class RenditionTrack {
     }
     s.bytes = bytes;
     this.complete.push(s);
+    this.completed++;
     if (s.duration > 0) {
       const bits = bytes.length * 8;
       this.peakBitsPerSecond = Math.max(this.peakBitsPerSecond, bits / s.duration);

@@ -16,11 +16,13 @@ export interface HealthSignals {
   ingestAverage?: number;
   /** Renditions of an encoder's own ladder whose keyframes are not at the top rendition's instants (their names). */
   unalignedRenditions?: readonly string[];
+  /** Renditions of an encoder's own ladder that have sent no media while the top one plays (their names). */
+  silentRenditions?: readonly string[];
 }
 
 /** Each issue's kind, for metrics (a label with few values). */
-export type IssueKind = "reconnecting" | "slow_transcode" | "long_keyframe_interval" | "bitrate_collapse" | "no_audio" | "unaligned_keyframes";
-export const ISSUE_KINDS: IssueKind[] = ["reconnecting", "slow_transcode", "long_keyframe_interval", "bitrate_collapse", "no_audio", "unaligned_keyframes"];
+export type IssueKind = "reconnecting" | "slow_transcode" | "long_keyframe_interval" | "bitrate_collapse" | "no_audio" | "unaligned_keyframes" | "silent_renditions";
+export const ISSUE_KINDS: IssueKind[] = ["reconnecting", "slow_transcode", "long_keyframe_interval", "bitrate_collapse", "no_audio", "unaligned_keyframes", "silent_renditions"];
 
 export interface Health {
   isHealthy: boolean;
@@ -65,6 +67,12 @@ export function assessHealth(s: HealthSignals): Health {
       add(
         "unaligned_keyframes",
         `the encoder's renditions have keyframes at different instants (${s.unalignedRenditions.join(", ")} against the top one): players switching renditions may stall or skip; give every track the same keyframe interval, aligned`,
+      );
+    }
+    if (s.silentRenditions && s.silentRenditions.length > 0) {
+      add(
+        "silent_renditions",
+        `the encoder announced renditions that send no frames (${s.silentRenditions.join(", ")}): viewers get the others; check the encoder's multitrack settings`,
       );
     }
   }

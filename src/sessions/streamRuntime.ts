@@ -371,8 +371,9 @@ export class StreamRuntime {
   /** The stream's health from its publisher and pipeline (Livepeer's isHealthy and issues). */
   health(): Health {
     const left = this.windowEndsAt !== undefined ? Math.max(0, (this.windowEndsAt - this.clock.now()) / 1000) : undefined;
-    const unaligned = this.hls.packager.unalignedRenditions().map((i) => this.info.renditions[i]!.name);
-    return this.meters.health(this.currentStats(), this.active, left, unaligned);
+    const names = (indexes: number[]) => indexes.map((i) => this.info.renditions[i]!.name);
+    const { packager } = this.hls;
+    return this.meters.health(this.currentStats(), this.active, left, { unaligned: names(packager.unalignedRenditions()), silent: names(packager.silentRenditions()) });
   }
 
   private currentStats() {

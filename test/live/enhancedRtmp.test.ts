@@ -204,6 +204,27 @@ describe("Enhanced RTMP publishers", () => {
     });
   }, 90_000);
 
+  it("a multitrack ladder one of whose tracks announces itself and never sends a frame goes live with the tracks that do", async () => {
+    const [top, other] = await Promise.all([enhancedFrames("avc1", 12, { size: { width: 640, height: 360 } }), enhancedFrames("avc1", 12)]);
+    const ladder = multitrackLadder(top!, [other!]);
+    // Track 1's configuration goes out; none of its frames do.
+    const silent = ladder.messages.filter((m) => {
+      if (m.type !== 9) return true;
+      const tag = readVideoTag(m.body);
+      return tag.kind !== "multitrack" || tag.tracks.every((t) => t.packet.kind === "config");
+    });
+    const stream = (await api("POST", "/stream", { name: "erTMP silent track", profiles: [] })).body;
+    await publishWhile(stream.streamKey, { ...ladder, messages: silent }, async () => {
+      await livePlayback(stream);
+      const base = `http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}`;
+      const master = await (await fetch(`${base}/index.m3u8`)).text();
+      expect(master.split("\n").filter((l) => l.startsWith("#EXT-X-STREAM-INF:"))).toEqual([expect.stringContaining("RESOLUTION=640x360")]);
+      checkStrict(await (await fetch(`${base}/0/index.m3u8`)).text());
+      expect((await fetch(`${base}/1/index.m3u8`)).status).toBe(404);
+      expect((await api("GET", `/stream/${stream.id}`)).body.issues).toContainEqual(expect.stringContaining("announced renditions that send no frames (source track 1)"));
+    });
+  }, 90_000);
+
   it("a publisher that comes back inside the reconnect window with another ladder gets a new session, with renditions of its own", async () => {
     const [top, other, single] = await Promise.all([enhancedFrames("avc1", 4, { size: { width: 640, height: 360 } }), enhancedFrames("avc1", 4), enhancedFrames("avc1", 6)]);
     const stream = (await api("POST", "/stream", { name: "erTMP ladder change", profiles: [], reconnectWindow: 30 })).body;

@@ -3,7 +3,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as HLS from "hls-parser";
-import { LivePackager, measuredPartTarget, parseBlockingQuery, satisfies, tooFarAhead, type Fmp4Piece } from "../../../src/hls";
+import { LivePackager, measuredPartTarget, parseBlockingQuery, renditionsPlayable, SILENT_RENDITION_SEGMENTS, satisfies, tooFarAhead, type Fmp4Piece } from "../../../src/hls";
 import { buildLiveArgs, renditionLadder } from "../../../src/media";
 import { initSegment, PartFragmenter } from "../../../src/mp4";
 import { fmp4FromPipes } from "../../helpers/fmp4";
@@ -434,5 +434,40 @@ describe("PART-TARGET of a passthrough source", () => {
     expect(measuredPartTarget(parts)).toBeCloseTo(expected, 9);
     // Every part of the first segment, and one a millisecond longer than the longest, fits.
     expect(Math.max(...parts) + 0.001).toBeLessThanOrEqual(measuredPartTarget(parts) + 1e-9);
+  });
+});
+
+describe("a rendition that never sends media", () => {
+  it.each([
+    [[0, 0], false],
+    [[1, 1], true],
+    [[1, 0], false],
+    [[0, 5], false],
+    [[SILENT_RENDITION_SEGMENTS - 1, 0, 2], false],
+    [[SILENT_RENDITION_SEGMENTS, 0, 2], true],
+    [[SILENT_RENDITION_SEGMENTS, 0, 0], true],
+  ])("complete segments %j: playable %s", (segments, expected) => {
+    expect(renditionsPlayable(segments)).toBe(expected);
+  });
+
+  it("keeps the stream from going live only until the top rendition has enough segments alone; the master lists the renditions with media", () => {
+    const p = newPackager(10);
+    const run = p.startRun();
+    let firstMaster: string | undefined;
+    pieces[0]!.forEach((piece, i) => {
+      run.push(0, piece.bytes, i * 200);
+      firstMaster ??= p.master();
+      // Before the top rendition has enough segments alone, the silent one holds the master back.
+      if (p.tracks[0]!.completeSegments < SILENT_RENDITION_SEGMENTS) expect(p.master()).toBeUndefined();
+    });
+    expect(run.playable).toBe(true);
+    const master = HLS.parse(firstMaster!) as HLS.types.MasterPlaylist;
+    expect(master.variants.map((v) => v.uri)).toEqual(["0/index.m3u8"]);
+    expect(p.mediaPlaylist(1)).toBeUndefined();
+    expect(p.silentRenditions()).toEqual([1]);
+    // The rendition that comes late is listed from its first segment on.
+    pieces[1]!.forEach((piece, i) => run.push(1, piece.bytes, i * 200));
+    expect((HLS.parse(p.master()!) as HLS.types.MasterPlaylist).variants.map((v) => v.uri)).toEqual(["0/index.m3u8", "1/index.m3u8"]);
+    expect(p.silentRenditions()).toEqual([]);
   });
 });

@@ -11,6 +11,7 @@ describe("assessHealth", () => {
     ["bitrate_collapse", { ingestRate: 10_000, ingestAverage: 100_000 }, /ingest bitrate collapsed: 80 kbit\/s, 10 %/],
     ["no_audio", { hasAudio: false }, /no audio/],
     ["unaligned_keyframes", { unalignedRenditions: ["source track 1"] }, /keyframes at different instants \(source track 1 against the top one\)/],
+    ["silent_renditions", { silentRenditions: ["source track 2"] }, /announced renditions that send no frames \(source track 2\)/],
   ] as const)("%s", (kind, signals, text) => {
     const h = assessHealth({ ...base, ...signals });
     expect(h.isHealthy).toBe(false);
