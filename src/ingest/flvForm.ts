@@ -68,16 +68,18 @@ const TRACK_CODECS: ReadonlySet<string> = new Set(["avc1", "hvc1", "av01"]);
 
 /**
  * The tracks of a multitrack message other than the default one (an encoder's ladder: OBS's
- * enhanced broadcasting), each as a single-track enhanced packet: their readers package them
- * as renditions of their own (mp4Pipe.ts). Configurations and frames only, of the codecs the
- * default track may have; nothing for any other message.
+ * enhanced broadcasting), each as a single-track packet: their readers package them as
+ * renditions of their own (mp4Pipe.ts), or, for a stream with profiles, ffmpeg copies an H.264
+ * one into a rung (so H.264 goes in the legacy form its FLV reader knows, as track 0's does).
+ * Configurations and frames only, of the codecs the default track may have; nothing for any
+ * other message.
  */
 export function otherVideoTracks(tag: VideoTag): TrackForm[] {
   if (tag.kind !== "multitrack") return [];
   const out: TrackForm[] = [];
   for (const { trackId, packet } of tag.tracks) {
     if (trackId === 0 || packet.kind === "unsupported" || (packet.kind !== "config" && packet.kind !== "frame") || !TRACK_CODECS.has(packet.codec)) continue;
-    out.push({ trackId, body: encodeVideoTag(packet) });
+    out.push({ trackId, body: encodeVideoTag(packet.codec === "avc1" ? { ...packet, legacy: true } : packet) });
   }
   return out;
 }

@@ -20,14 +20,19 @@ export function flvBytes(media: RelayedMedia, first: boolean): Buffer {
   return first ? Buffer.concat([flvHeader({ audio: true, video: true }), tag]) : tag;
 }
 
-/** The publish as FLV, the file header before its first tag. */
+/** The publish as FLV, the file header before its first tag; `track`: that video track's pictures (an encoder's ladder), with the audio. */
 export class FlvPipeReader extends PipeReader {
-  constructor(into: Writable) {
+  constructor(into: Writable, track?: number) {
     let started = false;
-    super(into, (media) => {
-      const bytes = flvBytes(media, !started);
-      started = true;
-      return { bytes: [bytes] };
-    });
+    super(
+      into,
+      (media) => {
+        const bytes = flvBytes(media, !started);
+        started = true;
+        return { bytes: [bytes] };
+      },
+      undefined,
+      track,
+    );
   }
 }

@@ -1,5 +1,7 @@
 import { encodeAmf0, type Amf0Value } from "../rtmp";
+import type { SourceTrack } from "../shapes";
 import { isVideoKeyframe } from "./publishStats";
+import { sourceTrack } from "./trackFacts";
 
 // One live publish as its local readers (the pipeline's ffmpeg, a multistream push) receive
 // it: every media message as it arrives, and, for a reader that joins late or restarts, what
@@ -133,8 +135,8 @@ export class LiveSource {
   }
 
   /** The video tracks seen so far: 0, then each other track of an encoder's ladder that sent its configuration. */
-  get videoTracks(): number[] {
-    return [...this.tracks].filter(([id, t]) => id === 0 || t.videoHeader !== undefined).map(([id]) => id);
+  get videoTracks(): SourceTrack[] {
+    return [...this.tracks].filter(([id, t]) => id === 0 || t.videoHeader !== undefined).map(([id, t]) => sourceTrack(id, t.videoHeader?.body));
   }
 
   private remember(media: RelayedMedia): void {

@@ -6,7 +6,7 @@ import { refuseAudio, refuseVideo } from "./mediaCheck";
 import { PublishStats, type PublishStatsView } from "./publishStats";
 import { LiveSource, type SourceReader } from "./liveSource";
 import type { BridgeTickets } from "./bridges";
-import { refusePublish, type IngestProtocol, type PublishRefusal } from "../shapes";
+import { refusePublish, type IngestProtocol, type PublishRefusal, type SourceTrack } from "../shapes";
 
 // onair's RTMP ingest on its own RTMP server (src/rtmp): encoders publish to
 // `/live/<stream key>`; an admitted publish goes on under the stream's internal name, under
@@ -92,7 +92,7 @@ export interface PublisherStats extends PublishStatsView {
   /** Its video codec's name ("H.264", "HEVC", "AV1"), once its first video tag has shown it. */
   videoCodec: string | undefined;
   /** Its video tracks: [0], or the ids of an encoder's ladder (multitrack) whose configurations came. */
-  videoTracks: number[];
+  videoTracks: SourceTrack[];
 }
 
 /**

@@ -33,6 +33,17 @@ export const renditionFd = (r: Pick<Rendition, "index">) => 3 + r.index;
 /** Rendition i's video for WebRTC playback goes to this fd, after every rendition's fMP4 pipe. */
 export const realtimeVideoFd = (r: Pick<Rendition, "index">, renditions: number) => 3 + renditions + r.index;
 
+/**
+ * The source's other video tracks a run reads (an encoder's ladder, for rungs it copies), in
+ * the order of their inputs: ffmpeg input 1, 2, … (input 0 is the default track, with the audio).
+ */
+export function trackInputs(renditions: readonly Rendition[]): number[] {
+  return [...new Set(renditions.flatMap((r) => (r.encode === null && r.track !== undefined && r.track !== 0 ? [r.track] : [])))];
+}
+
+/** Track input j (of trackInputs) is read from this fd, after every output pipe. */
+export const trackInputFd = (j: number, renditions: number, realtime: boolean) => 3 + renditions * (realtime ? 2 : 1) + j;
+
 /** The Opus bit rate of WebRTC playback's audio: transparent for stereo speech and music. */
 export const OPUS_BITRATE = 96_000;
 
@@ -57,7 +68,11 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
   // stream back that long, and even with audio costs about 0.6 s of publish-to-playable.
   args.push("-analyzeduration", "500000");
   const encoded = o.renditions.filter((r) => r.encode);
-  const thumbnail = o.thumbnailFile !== undefined;
+  const tracks = trackInputs(o.renditions);
+  // No thumbnail when rungs are copied from other inputs: ffmpeg feeds next the output stream
+  // that is furthest behind, and a picture every few seconds is behind for seconds at a time,
+  // in which only input 0 is read and the copied rungs come in bursts (measured: 2 s late).
+  const thumbnail = o.thumbnailFile !== undefined && tracks.length === 0;
   // Passthrough decodes nothing for its renditions: the thumbnail's decoder skips every frame
   // but keyframes (a decoder option: stream copy never sees it, its output is bit-identical).
   // Measured on 720p30 at 3 Mb/s with 2 s GOPs: 0.15 CPU-s per 30 s of media against 0.06
@@ -72,6 +87,13 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
   // The ingest writes the publish into a pipe, tag by tag as it arrives; it ends the pipe when
   // the publish ends (or stalls: its media timeout), which ends this run like a file's end.
   args.push("-f", o.inputFormat === "mp4" ? "mov" : "flv", "-i", o.inputFile ?? "pipe:0");
+  // Rungs of an encoder's ladder copied beside encoded ones: each such track is an input of its
+  // own (FLV, H.264 only), on the publisher's clock like input 0 (-copyts: ffmpeg would start each
+  // input at zero from its own first keyframe, and a track whose newest keyframe came a GOP
+  // earlier would be a GOP off). The encoded rungs take their keyframes where the source has
+  // them, so every rung cuts its segments at the same instants as the encoder's own.
+  if (tracks.length > 0) args.splice(args.indexOf("-f"), 0, "-copyts");
+  tracks.forEach((_, j) => args.push("-analyzeduration", "500000", "-f", "flv", "-i", `pipe:${trackInputFd(j, o.renditions.length, !!o.realtime)}`));
 
   // fps, not a select of keyframes: image2 is a CFR output, which would repeat a selected
   // picture at the source's rate. fps=1/N keeps the newest frame of each N s; it waits for the
@@ -82,16 +104,20 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
   const thumbnailChain = `fps=1/${THUMBNAIL_SECONDS},${thumbnailScale}[thumb]`;
   if (encoded.length > 0) {
     const top = Math.max(...encoded.map((r) => r.encode!.fps));
+    // Beside copied rungs, each encoded one gets its rate at its output instead (-r below): the
+    // fps filter would repeat a keyframe after a gap in the source, and each copy would force a
+    // keyframe of its own (a part one frame long); the output's own repeats are forced once.
+    const snap = (fps: number) => (tracks.length > 0 || fps === top ? "" : `fps=${fps},`);
     const chains = encoded.map((r) => {
       const e = r.encode!;
       return (
-        `[s${r.index}]${e.fps === top ? "" : `fps=${e.fps},`}scale=w=${e.width}:h=${e.height}:force_original_aspect_ratio=decrease,` +
+        `[s${r.index}]${snap(e.fps)}scale=w=${e.width}:h=${e.height}:force_original_aspect_ratio=decrease,` +
         `pad=${e.width}:${e.height}:(ow-iw)/2:(oh-ih)/2,setsar=1[o${r.index}]`
       );
     });
     if (thumbnail) chains.push(`[st]${thumbnailChain}`);
     const branches = encoded.map((r) => `[s${r.index}]`).join("") + (thumbnail ? "[st]" : "");
-    const split = `[0:v:0]fps=${top},split=${encoded.length + (thumbnail ? 1 : 0)}${branches}`;
+    const split = `[0:v:0]${tracks.length > 0 ? "" : `fps=${top},`}split=${encoded.length + (thumbnail ? 1 : 0)}${branches}`;
     args.push("-filter_complex", [split, ...chains].join(";"));
   } else if (thumbnail) {
     args.push("-filter_complex", `[0:v:0]${thumbnailChain}`);
@@ -107,12 +133,15 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
         "-b:v", String(e.bitrate), "-maxrate", String(e.bitrate), "-bufsize", String(e.bitrate * 2),
         // Keyframes exactly on segment boundaries, the same instants in every rendition, so
         // players can switch renditions at any segment.
-        "-g", String(e.gopFrames), "-keyint_min", String(e.gopFrames), "-sc_threshold", "0",
-        "-force_key_frames", `expr:gte(t,n_forced*${o.segmentSeconds})`,
+        ...(tracks.length === 0
+          ? ["-g", String(e.gopFrames), "-keyint_min", String(e.gopFrames), "-sc_threshold", "0", "-force_key_frames", `expr:gte(t,n_forced*${o.segmentSeconds})`]
+          : // The source's keyframes; the encoder's own only where the source goes twice as long without one.
+            ["-r", String(e.fps), "-g", String(e.gopFrames * 2), "-sc_threshold", "0", "-force_key_frames", "source"]),
         "-c:a", "aac", "-b:a", String(o.audioBitrate), "-ar", "48000", "-ac", "2",
       );
     } else {
-      args.push("-map", "0:v:0", "-map", "0:a:0?", "-c", "copy");
+      const input = r.track !== undefined && r.track !== 0 ? tracks.indexOf(r.track) + 1 : 0;
+      args.push("-map", `${input}:v:0`, "-map", "0:a:0?", "-c", "copy");
     }
     // empty_moov: the init segment first; default_base_moof: each fragment stands alone (a
     // part a player can fetch by itself); frag_keyframe: every keyframe starts a fragment.
@@ -138,7 +167,7 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
       "-ssrc", String(o.realtime.audio.ssrc | 0), "-f", "rtp", `rtp://127.0.0.1:${o.realtime.audio.port}?pkt_size=1200`,
     );
   }
-  if (o.thumbnailFile !== undefined) args.push("-map", "[thumb]", ...thumbnailOutputArgs(o.thumbnailFile));
+  if (thumbnail) args.push("-map", "[thumb]", ...thumbnailOutputArgs(o.thumbnailFile!));
   return args;
 }
 

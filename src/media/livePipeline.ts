@@ -2,7 +2,7 @@ import type { Writable } from "node:stream";
 import type { LivePackager, PackagerRun } from "../hls";
 import type { Logger } from "../log";
 import type { Rendition } from "../shapes";
-import { buildLiveArgs, type PipeFormat } from "./liveArgs";
+import { buildLiveArgs, trackInputs, type PipeFormat } from "./liveArgs";
 import { spawnSupervised, type ProcessEnd, type ProcessRegistry, type SupervisedProcess } from "./supervisedProcess";
 
 export const AUDIO_BITRATE = 128_000;
@@ -56,6 +56,8 @@ export interface PipelineInput {
    * not come, after a while). Returns what stops the writing.
    */
   feed(into: Writable): () => void;
+  /** The same for another video track of the publish (an encoder's ladder), FLV, with the audio. */
+  feedTrack?(track: number, into: Writable): () => void;
 }
 
 /** Where a run's frames for WebRTC playback go (src/realtime): FLV bytes by rendition index. */
@@ -76,7 +78,7 @@ export class LivePipeline {
   private run: PackagerRun | undefined;
   private playable = false;
   private faulted = false;
-  private stopFeed: (() => void) | undefined;
+  private readonly stopFeeds: (() => void)[] = [];
   private markDone!: () => void;
   /** Resolves once the pipeline has ended and its last segments are in the packager. */
   readonly done = new Promise<void>((resolve) => (this.markDone = resolve));
@@ -84,6 +86,9 @@ export class LivePipeline {
   constructor(private readonly o: LivePipelineOptions) {}
 
   start(): void {
+    const tracks = trackInputs(this.o.renditions);
+    const { feedTrack } = this.o.input;
+    if (!feedTrack && tracks.length > 0) throw new Error("this run copies tracks of an encoder's ladder, and its input has no way to read them");
     const run = this.o.packager.startRun();
     this.run = run;
     this.process = spawnSupervised(this.o.registry, {
@@ -95,11 +100,14 @@ export class LivePipeline {
       onStdoutLine: (line) => this.progressLine(line),
       // The fMP4 pipes, then (for WebRTC playback) one FLV pipe per rendition.
       outputPipes: this.o.renditions.length * (this.o.realtime ? 2 : 1),
+      // Then the other tracks of an encoder's ladder that rungs copy.
+      inputPipes: tracks.length,
       ...(this.o.workDir ? { cwd: this.o.workDir } : {}),
       onOutput: (index, chunk) => this.output(run, index, chunk),
     });
     void this.process.ended.then((end) => this.finish(end));
-    if (this.process.stdin) this.stopFeed = this.o.input.feed(this.process.stdin);
+    if (this.process.stdin) this.stopFeeds.push(this.o.input.feed(this.process.stdin));
+    this.process.inputs.forEach((pipe, j) => this.stopFeeds.push(feedTrack!(tracks[j]!, pipe)));
   }
 
   private output(run: PackagerRun, index: number, chunk: Buffer): void {
@@ -144,14 +152,15 @@ export class LivePipeline {
    */
   async stop(graceMs = 3000): Promise<void> {
     if (!this.process) return;
-    this.stopFeed?.();
+    for (const stop of this.stopFeeds) stop();
     this.process.stdin?.end();
+    for (const input of this.process.inputs) input.end();
     await this.process.stop(graceMs);
     await this.done;
   }
 
   private finish(end: ProcessEnd): void {
-    this.guard(() => this.stopFeed?.());
+    for (const stop of this.stopFeeds) this.guard(stop);
     // 'close' came after the pipes drained: the run's last fragments are in; its open segments close.
     this.guard(() => this.run?.end());
     this.markDone();

@@ -31,6 +31,8 @@ export interface SupervisedProcessOptions {
   outputPipes?: number;
   /** Its stdin is a pipe (`stdin` below): the process reads its input from onair, not a url. */
   inputPipe?: boolean;
+  /** More input pipes, after the output pipes (`inputs` below): fd 3 + outputPipes, … */
+  inputPipes?: number;
   /** Its working directory (an operator's `ls -l /proc/<pid>/cwd` shows whose process it is). */
   cwd?: string;
   onOutput?(index: number, chunk: Buffer): void;
@@ -57,6 +59,8 @@ export class SupervisedProcess {
   readonly pid: number | undefined;
   /** Its stdin, with `inputPipe`: writes after it has exited are dropped (EPIPE is not an error here). */
   readonly stdin: Writable | undefined;
+  /** The extra input pipes, with `inputPipes`; writes after exit are dropped like stdin's. */
+  readonly inputs: Writable[];
   private readonly child: ChildProcess;
   private readonly tail: string[] = [];
   private readonly started = Date.now();
@@ -72,10 +76,13 @@ export class SupervisedProcess {
     // Its own process group: a terminal's Ctrl-C reaches onair, which stops its children in
     // order, and a leftover can be killed with everything it started.
     const extra = Array.from({ length: opts.outputPipes ?? 0 }, () => "pipe" as const);
-    this.child = spawn(opts.command, opts.args, { stdio: [opts.inputPipe ? "pipe" : "ignore", "pipe", "pipe", ...extra], detached: true, ...(opts.cwd ? { cwd: opts.cwd } : {}), ...(opts.env ? { env: opts.env } : {}) });
+    const more = Array.from({ length: opts.inputPipes ?? 0 }, () => "pipe" as const);
+    this.child = spawn(opts.command, opts.args, { stdio: [opts.inputPipe ? "pipe" : "ignore", "pipe", "pipe", ...extra, ...more], detached: true, ...(opts.cwd ? { cwd: opts.cwd } : {}), ...(opts.env ? { env: opts.env } : {}) });
     this.pid = this.child.pid;
     this.stdin = opts.inputPipe ? (this.child.stdin ?? undefined) : undefined;
     this.stdin?.on("error", () => undefined);
+    this.inputs = more.map((_, i) => this.child.stdio[3 + extra.length + i] as Writable);
+    for (const input of this.inputs) input.on("error", () => undefined);
     extra.forEach((_, i) => {
       const pipe = this.child.stdio[3 + i] as NodeJS.ReadableStream | null;
       pipe?.on("data", (chunk: Buffer) => opts.onOutput?.(i, chunk));

@@ -46,15 +46,12 @@ export function passesThrough(renditions: readonly Rendition[]): boolean {
 }
 
 /**
- * Whether a publisher with these video tracks can continue a session with these renditions: a
- * session that takes its encoder's ladder (multitrack) as its renditions needs the same tracks;
- * any other takes any source.
+ * Whether a publisher whose tracks plan `next` can continue a session with these renditions: the
+ * same ladder, rung for rung. A session that takes tracks of its encoder's ladder (multitrack) as
+ * renditions needs those tracks again; one that encodes everything takes any source.
  */
-export function takesTracks(renditions: readonly Rendition[], tracks: readonly number[] | undefined): boolean {
-  if (!passesThrough(renditions)) return true;
-  const mine = renditions.map((r) => r.track ?? 0);
-  const theirs = tracks && tracks.length > 0 ? tracks : [0];
-  return mine.length === theirs.length && mine.every((t, i) => t === theirs[i]);
+export function sameLadder(renditions: readonly Rendition[], next: readonly Rendition[]): boolean {
+  return renditions.length === next.length && renditions.every((r, i) => JSON.stringify(r) === JSON.stringify(next[i]));
 }
 
 /** How a run reads its source, and whether it packages the source as sent (no ffmpeg). */
@@ -215,7 +212,13 @@ export class SessionRuns {
     const { format, packagesSource } = runForm(codec, info.renditions);
     const options: LivePipelineOptions = {
       ffmpegPath: runtime.ffmpegPath,
-      input: { name: info.streamId, format, feed: (into) => runtime.readSource(info.streamId, into, format) },
+      input: {
+        name: info.streamId,
+        format,
+        feed: (into) => runtime.readSource(info.streamId, into, format),
+        // Rungs copied from the other tracks of an encoder's ladder (H.264, so FLV).
+        feedTrack: (track, into) => runtime.readSource(info.streamId, into, "flv", track),
+      },
       renditions: info.renditions,
       segmentSeconds: runtime.segmentSeconds,
       ...(runtime.lowLatency ? { fragmentMicros: PART_SECONDS * 1e6 } : {}),

@@ -8,7 +8,7 @@ import type { Logger } from "../log";
 import type { HlsSegment, LiveHls } from "../hls";
 import type { LiveFeed, RealtimeFeeds } from "../realtime";
 import { endPlaylists, renditionLadder, type LivePipelineOptions, type SourceForm, type ProcessRegistry, type StoredSegment } from "../media";
-import { refusePublish, type IngestProtocol, type LiveRates, type PublishRefusal, type Rendition } from "../shapes";
+import { refusePublish, type IngestProtocol, type LiveRates, type PublishRefusal, type Rendition, type SourceTrack } from "../shapes";
 import type { LiveSessionMetrics, Metrics } from "../metrics";
 import { realClock, type Clock, type ClockTimer } from "./clock";
 import { describeEnd, FAILED_ENDS, refusalFor, type EndReason } from "./endReason";
@@ -16,7 +16,7 @@ import type { Health } from "./health";
 import { LiveMeters, SLOW_LIMIT, SLOW_WINDOW_MS } from "./liveMeters";
 import type { LiveSessionInfo, LiveSessionObserver } from "./observer";
 import { segmentCounters, SessionHls } from "./sessionHls";
-import { passesThrough, SessionRuns, takesTracks, type LivePipelineRun } from "./sessionRuns";
+import { passesThrough, sameLadder, SessionRuns, type LivePipelineRun } from "./sessionRuns";
 import { SessionWrites } from "./sessionWrites";
 
 export { MAX_PIPELINE_RESTARTS, restartDelayMs, type LivePipelineRun } from "./sessionRuns";
@@ -249,9 +249,9 @@ export class StreamRuntime {
     return passesThrough(this.info.renditions);
   }
 
-  /** Whether a publisher with these video tracks can continue this session (see takesTracks in sessionRuns). */
-  takesTracks(tracks: readonly number[] | undefined): boolean {
-    return takesTracks(this.info.renditions, tracks);
+  /** Whether a publisher with these video tracks can continue this session: they plan the same ladder (see sameLadder in sessionRuns). */
+  takesTracks(tracks: readonly SourceTrack[] | undefined): boolean {
+    return sameLadder(this.info.renditions, renditionLadder(this.session.profiles, this.deps.segmentSeconds, tracks));
   }
 
   get profiles() {

@@ -4,7 +4,7 @@
 
 export { expected } from "./messages";
 export { PROFILE_NAME, profile, type Profile } from "./profile";
-export type { Rendition } from "./rendition";
+export type { Rendition, SourceTrack } from "./rendition";
 export type { LiveRates, SegmentCounters } from "./counters";
 export { DEFAULT_POLICY_REFRESH_SECONDS, isGated, MAX_POLICY_REFRESH_SECONDS, playbackPolicyObject, type PlaybackPolicy } from "./playbackPolicy";
 export { MAX_RECONNECT_WINDOW_SECONDS, presentStream, reconnectWindow, streamObject, type LiveHealth, type StoredStream, type StreamJson } from "./stream";

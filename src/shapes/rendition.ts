@@ -9,3 +9,13 @@ export interface Rendition {
   /** The source's video track it packages as sent (an encoder's ladder); undefined: the default track. */
   track?: number;
 }
+
+/** A video track of a publish, as its decoder configuration describes it. */
+export interface SourceTrack {
+  /** 0: the default track; others: the tracks of an encoder's own ladder (multitrack). */
+  id: number;
+  /** The FourCC of its codec (`avc1`, `hvc1`, `av01`); undefined before its configuration came. */
+  codec?: string;
+  width?: number;
+  height?: number;
+}

@@ -38,7 +38,7 @@ export class LocalRtmp {
 
   /** The stream under an internal name into a reader's stdin (a pipeline, a source push); with no ingest here, nothing comes (the pipe ends). */
   read(name: string, into: Writable, format: SourceForm, track?: number): () => void {
-    const reader = format === "flv" ? new FlvPipeReader(into) : new Mp4PipeReader(into, format === "parts" ? { partSeconds: PART_SECONDS, ...(track ? { track } : {}) } : {});
+    const reader = format === "flv" ? new FlvPipeReader(into, track) : new Mp4PipeReader(into, format === "parts" ? { partSeconds: PART_SECONDS, ...(track ? { track } : {}) } : {});
     if (!this.server) {
       reader.endPlay();
       return () => undefined;

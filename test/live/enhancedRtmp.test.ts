@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import fs from "node:fs";
 import * as HLS from "hls-parser";
 import { encodeAudioTag, encodeVideoTag, FlvReader, readAudioTag, readVideoTag, RtmpPublisher, type AudioTag, type FlvTag, type VideoTag } from "../../src/rtmp";
 import { codecString } from "../../src/mp4";
@@ -190,6 +191,55 @@ describe("Enhanced RTMP publishers", () => {
         checkStrict(await (await fetch(`${base}/${i}/index.m3u8`)).text());
       }
       // The tracks' keyframes are at the same instants (one GOP length): nothing to report.
+      expect((await api("GET", `/stream/${stream.id}`)).body.issues ?? []).not.toContainEqual(expect.stringContaining("keyframes at different instants"));
+    });
+  }, 90_000);
+
+  it("a 3-track ladder to a stream with profiles: the rungs the encoder sent are copied, only the missing one is encoded", async () => {
+    const sizes = [
+      { width: 640, height: 360 },
+      { width: 480, height: 270 },
+      { width: 320, height: 180 },
+    ];
+    const [top, ...others] = await Promise.all(sizes.map((size) => enhancedFrames("avc1", 12, { size })));
+    const profiles = [
+      { name: "360p", width: 640, height: 360, fps: 30, bitrate: 900_000 },
+      { name: "270p", width: 480, height: 270, fps: 30, bitrate: 500_000 },
+      { name: "144p", width: 256, height: 144, fps: 30, bitrate: 150_000 },
+    ];
+    const stream = (await api("POST", "/stream", { name: "erTMP ladder with profiles", profiles })).body;
+    await publishWhile(stream.streamKey, multitrackLadder(top!, others), async () => {
+      await livePlayback(stream);
+      // One ffmpeg, one encode: the 144p rung; 360p and 270p are the encoder's own tracks.
+      const pids = fx.t.server.processes.pids();
+      expect(pids).toHaveLength(1);
+      const argv = fs.readFileSync(`/proc/${pids[0]}/cmdline`, "utf8").split("\0");
+      expect(argv.filter((a) => a === "libx264")).toHaveLength(1);
+      expect(argv).toContain("-copyts");
+      const base = `http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}`;
+      const master = await (await fetch(`${base}/index.m3u8`)).text();
+      const variants = master.split("\n").filter((l) => l.startsWith("#EXT-X-STREAM-INF:"));
+      expect(variants).toHaveLength(3);
+      const expected = [...sizes.slice(0, 2), { width: 256, height: 144 }];
+      expected.forEach((size, i) => expect(variants[i]).toContain(`RESOLUTION=${size.width}x${size.height}`));
+      for (const [i, size] of expected.entries()) {
+        const { streams } = await probe(`${base}/${i}/index.m3u8`);
+        expect(streams.find((x) => x.codec_name === "h264")).toMatchObject({ width: size.width, height: size.height });
+        expect(streams.map((x) => x.codec_name)).toContain("aac");
+        checkStrict(await (await fetch(`${base}/${i}/index.m3u8`)).text());
+      }
+      // The encoded rung takes its keyframes where the encoder's tracks have theirs.
+      await waitFor("segments in every rung", async () => (await (await fetch(`${base}/2/index.m3u8`)).text()).split("#EXTINF").length > 3, 20_000);
+      // Segment by segment, the same media times in every rung: one timeline, keyframes at the same instants.
+      const lists = await Promise.all([0, 1, 2].map(async (i) => HLS.parse(await (await fetch(`${base}/${i}/index.m3u8`)).text()) as HLS.types.MediaPlaylist));
+      const durations = lists.map((l) => new Map(l.segments.filter((seg) => seg.uri).map((seg) => [seg.mediaSequenceNumber, seg.duration])));
+      const common = [...durations[2]!.keys()].filter((msn) => durations.every((d) => d.has(msn)));
+      expect(common.length).toBeGreaterThan(1);
+      for (const msn of common) for (const d of durations) expect(Math.abs(d.get(msn)! - durations[0]!.get(msn)!)).toBeLessThan(0.05);
+      // And in step: no rung comes in bursts behind the others (its last segment is the top one's, or one behind).
+      const top0 = lists[0]!;
+      const topLast = top0.segments.filter((seg) => seg.uri).at(-1)!.mediaSequenceNumber;
+      for (const report of top0.renditionReports) expect(Math.abs(report.lastMSN! - topLast)).toBeLessThanOrEqual(1);
       expect((await api("GET", `/stream/${stream.id}`)).body.issues ?? []).not.toContainEqual(expect.stringContaining("keyframes at different instants"));
     });
   }, 90_000);

@@ -399,7 +399,7 @@ describe("blocking playlist reload", () => {
 });
 
 describe("keyframe alignment of renditions packaged as sent", () => {
-  const PASSTHROUGH = renditionLadder([], 1, [0, 1]);
+  const PASSTHROUGH = renditionLadder([], 1, [{ id: 0 }, { id: 1 }]);
 
   /** A second of 30 fps video per `seconds`, a keyframe every `gop` frames, as LL-HLS parts of one track. */
   function track(seconds: number, gop: number): Buffer[] {

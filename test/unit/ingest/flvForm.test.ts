@@ -1,4 +1,4 @@
-import { audioForPipeline, videoForPipeline } from "../../../src/ingest/flvForm";
+import { audioForPipeline, otherVideoTracks, videoForPipeline } from "../../../src/ingest/flvForm";
 import { encodeAudioTag, encodeVideoTag, readAudioTag, readVideoTag, type AudioTag, type VideoPacket, type VideoTag } from "../../../src/rtmp";
 
 const b = (...bytes: number[]) => Buffer.from(bytes);
@@ -116,5 +116,26 @@ describe("audioForPipeline", () => {
 
   it("relays silence (an empty message) as sent, naming no codec", () => {
     expect(audio(Buffer.alloc(0))).toEqual({ codec: undefined, body: Buffer.alloc(0) });
+  });
+});
+
+describe("otherVideoTracks", () => {
+  const packet = (legacy: Buffer) => {
+    const { legacy: _l, ...p } = readVideoTag(legacy) as VideoPacket & { legacy?: true };
+    return p as VideoPacket;
+  };
+  const hevc: VideoPacket = { kind: "config", codec: "hvc1", record: b(1, 2, 3) };
+  const multitrack = (tracks: { trackId: number; packet: VideoPacket }[]) => readVideoTag(encodeVideoTag({ kind: "multitrack", layout: tracks.length > 1 ? "manyTracks" : "oneTrack", tracks }));
+
+  it("H.264 of a ladder's other tracks in the legacy form ffmpeg's FLV reader takes, the same bytes as track 0's", () => {
+    const out = otherVideoTracks(multitrack([{ trackId: 2, packet: packet(LEGACY_AVC_CONFIG) }]));
+    expect(out).toEqual([{ trackId: 2, body: LEGACY_AVC_CONFIG }]);
+    expect(otherVideoTracks(multitrack([{ trackId: 1, packet: packet(LEGACY_AVC_KEY) }]))).toEqual([{ trackId: 1, body: LEGACY_AVC_KEY }]);
+  });
+
+  it("HEVC stays enhanced (FLV cannot carry it); track 0 and non-multitrack messages give nothing", () => {
+    expect(otherVideoTracks(multitrack([{ trackId: 1, packet: hevc }]))).toEqual([{ trackId: 1, body: encodeVideoTag(hevc) }]);
+    expect(otherVideoTracks(multitrack([{ trackId: 0, packet: packet(LEGACY_AVC_KEY) }]))).toEqual([]);
+    expect(otherVideoTracks(readVideoTag(LEGACY_AVC_KEY))).toEqual([]);
   });
 });

@@ -116,7 +116,10 @@ describe("LiveSource", () => {
       ["audio", undefined, 20],
       ["video", 1, 33],
     ]);
-    expect(source.videoTracks).toEqual([0, 1]);
+    expect(source.videoTracks).toEqual([
+      { id: 0, codec: "avc1" },
+      { id: 1, codec: "avc1" },
+    ]);
     // A reader of a track the publish does not have gets its audio only.
     const none = new Reader(Infinity, 7);
     source.add(none);

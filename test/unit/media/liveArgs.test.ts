@@ -1,5 +1,5 @@
 import { renditionLadder } from "../../../src/media/ladder";
-import { buildLiveArgs } from "../../../src/media/liveArgs";
+import { buildLiveArgs, trackInputFd, trackInputs } from "../../../src/media/liveArgs";
 import type { Rendition } from "../../../src/shapes";
 
 const P = (name: string, width: number, height: number, fps = 30, bitrate = 1_000_000) => ({ name, width, height, fps, bitrate });
@@ -145,6 +145,40 @@ describe("buildLiveArgs", () => {
         ...encode(0, 3_000_000), ...encode(1, 1_500_000),
         "-map", "[thumb]", "-c:v", "mjpeg", "-q:v", "5", "-threads", "1", "-update", "1", "-atomic_writing", "1", "-f", "image2", "/tmp/t.jpg",
       ]);
+    });
+  });
+
+  describe("rungs copied from an encoder's ladder beside encoded ones", () => {
+    const copied = (index: number, name: string, track?: number): Rendition => ({ index, name, encode: null, ...(track === undefined ? {} : { track }) });
+    const renditions: Rendition[] = [copied(0, "360p"), copied(1, "270p", 2), renditionLadder([P("144p", 256, 144, 30, 150_000)], 1).map((r) => ({ ...r, index: 2 }))[0]!];
+
+    it.each<[string, Rendition[], number[]]>([
+      ["none: a plain ladder", renditionLadder([P("a", 640, 360)], 1), []],
+      ["none: the default track copied", [copied(0, "source")], []],
+      ["each other track once, in order", [copied(0, "a", 3), copied(1, "b", 1), copied(2, "c", 3)], [3, 1]],
+    ])("trackInputs: %s", (_what, list, expected) => {
+      expect(trackInputs(list)).toEqual(expected);
+    });
+
+    it("reads each copied track from a pipe after the outputs', on the publisher's clock, and keys the encode on the source's keyframes", () => {
+      const args = buildLiveArgs({ ...base, renditions, thumbnailFile: "/tmp/t.jpg" });
+      const text = args.join(" ");
+      expect(trackInputFd(0, 3, false)).toBe(6);
+      expect(text).toContain("-copyts -f flv -i pipe:0 -analyzeduration 500000 -f flv -i pipe:6");
+      expect(text).toContain("-map 0:v:0 -map 0:a:0? -c copy");
+      expect(text).toContain("-map 1:v:0 -map 0:a:0? -c copy");
+      // No fps filter (it would repeat a keyframe after a gap, each copy forced): the rate at the output.
+      expect(args[args.indexOf("-filter_complex") + 1]).toBe("[0:v:0]split=1[s2];[s2]scale=w=256:h=144:force_original_aspect_ratio=decrease,pad=256:144:(ow-iw)/2:(oh-ih)/2,setsar=1[o2]");
+      expect(text).toContain("-r 30 -g 60 -sc_threshold 0 -force_key_frames source");
+      expect(text).not.toContain("n_forced");
+      // No thumbnail: a sparse output would hold the copied inputs back (see liveArgs.ts).
+      expect(text).not.toContain("/tmp/t.jpg");
+    });
+
+    it("with WebRTC playback, the track pipes come after the FLV ones", () => {
+      const args = buildLiveArgs({ ...base, renditions, realtime: { audio: undefined } });
+      expect(trackInputFd(0, 3, true)).toBe(9);
+      expect(args.join(" ")).toContain("-f flv -i pipe:9");
     });
   });
 });

@@ -1,5 +1,5 @@
 import type { Rendition } from "../../../src/shapes";
-import { afterRun, noWebrtcReason, passesThrough, runForm, takesTracks } from "../../../src/sessions/sessionRuns";
+import { afterRun, noWebrtcReason, passesThrough, runForm, sameLadder } from "../../../src/sessions/sessionRuns";
 
 // The decisions about a session's pipeline runs that need no process: which kind of run a
 // source gets, which publishers can continue a session, what follows a run's exit.
@@ -37,16 +37,15 @@ describe("a session's pipeline runs", () => {
   });
 
   it.each([
-    ["profiles: any tracks", transcoded, [0, 1], true],
-    ["a copied source: the default track", source, undefined, true],
-    ["a copied source: no tracks named", source, [], true],
-    ["a copied source: a ladder now", source, [0, 1], false],
-    ["a ladder: the same tracks", ladder, [0, 1, 2], true],
-    ["a ladder: fewer tracks", ladder, [0, 1], false],
-    ["a ladder: other tracks", ladder, [0, 1, 3], false],
-    ["a ladder: the default track only", ladder, undefined, false],
-  ] as const)("takesTracks(%s)", (_, renditions, tracks, expected) => {
-    expect(takesTracks(renditions, tracks)).toBe(expected);
+    ["the same encoded ladder", transcoded, [encoded(0), encoded(1)], true],
+    ["a copied source", source, [copy(0)], true],
+    ["a copied source, then a ladder", source, ladder, false],
+    ["the same ladder", ladder, [copy(0, 0), copy(1, 1), copy(2, 2)], true],
+    ["a ladder, then fewer tracks", ladder, [copy(0, 0), copy(1, 1)], false],
+    ["a ladder, then other tracks", ladder, [copy(0, 0), copy(1, 1), copy(2, 3)], false],
+    ["a rung taken from a track, then encoded", [copy(0), copy(1, 1)], [copy(0), encoded(1)], false],
+  ] as const)("sameLadder(%s)", (_, renditions, next, expected) => {
+    expect(sameLadder(renditions, next)).toBe(expected);
   });
 
   it.each([
