@@ -1,6 +1,6 @@
 // Ladder cost benchmark: `npm run bench:ladders`.
 //
-// What it costs onair to serve one 3-rendition ladder (720p, 480p, 360p at 30 fps), two ways,
+// What it costs onair to serve one 3-rendition ladder (720p, 480p, 360p at 30 fps), three ways,
 // beside a bare ffmpeg baseline measured in the same run:
 //   packaged     the encoder's own ladder over Enhanced RTMP multitrack video (E-RTMP v2), as
 //                OBS 31's enhanced broadcasting sends it: track 0 (720p) as plain enhanced
@@ -10,6 +10,9 @@
 //   transcoded   the 720p track alone (plain enhanced H.264, no multitrack) to a stream whose 3
 //                profiles are the same three sizes: one ffmpeg decodes it once and encodes the
 //                ladder (src/media/liveArgs.ts buildLiveArgs).
+//   mixed        the encoder's 720p and 480p tracks (multitrack) to the same 3-profile stream:
+//                the two rungs it sent are copied, and one ffmpeg decodes the 720p track to
+//                encode the 360p rung alone (src/media/ladder.ts matchTracks).
 //   bare ffmpeg  exactly the transcoded pipeline's arguments (bareArgs in bench/lib.ts, the
 //                baseline of bench/live.ts: buildLiveArgs with the ingest's pipe swapped for the
 //                720p source read with -re, and onair's packager for ffmpeg's HLS muxer), outside
@@ -102,6 +105,8 @@ exitOnSignal(() => {
 interface Source {
   /** All three renditions as one multitrack publish. */
   ladder: EnhancedStream;
+  /** The 720p and 480p renditions as one multitrack publish. */
+  partial: EnhancedStream;
   /** The 720p rendition alone. */
   top: EnhancedStream;
   /** The 720p rendition as the FLV onair's ingest writes into its ffmpeg. */
@@ -125,7 +130,7 @@ async function encodeSource(): Promise<Source> {
     if (form.body) tags.push(flvBytes({ kind: m.type === 9 ? "video" : "audio", timestamp: m.timestamp, body: form.body }, tags.length === 0));
   }
   fs.writeFileSync(topFlv, Buffer.concat(tags));
-  return { ladder: multitrackLadder(top!, others), top: top!, topFlv };
+  return { ladder: multitrackLadder(top!, others), partial: multitrackLadder(top!, others.slice(0, 1)), top: top!, topFlv };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -418,24 +423,27 @@ function waysTable(results: WayResult[]): string {
  * (a thumbnail, Opus audio for WebRTC playback) where it does, and a way that ran a process it
  * should not have (packaged: none; transcoded: one).
  */
-function notes(bare: WayResult, transcoded: WayResult, packaged: WayResult): string[] {
+function notes(bare: WayResult, transcoded: WayResult, mixed: WayResult, packaged: WayResult): string[] {
   const out: string[] = [];
   const cmd = transcoded.window.commands.join(" ");
   const extra = [cmd.includes("thumbnail.jpg") ? "a thumbnail (mjpeg)" : "", cmd.includes("libopus") ? "Opus audio and FLV video pipes for WebRTC playback" : ""].filter(Boolean);
   if (extra.length > 0) out.push(`onair's ffmpeg also writes ${extra.join(" and ")}, which bare ffmpeg does not: part of transcoded / bare`);
   if (transcoded.window.ffmpegProcesses !== 1) out.push(`transcoded ran ${transcoded.window.ffmpegProcesses} ffmpeg processes, not 1`);
+  if (mixed.window.ffmpegProcesses !== 1) out.push(`mixed ran ${mixed.window.ffmpegProcesses} ffmpeg processes, not 1`);
+  if (mixed.window.commands.join(" ").split("libx264").length - 1 !== 1) out.push("mixed encoded more than the one missing rung");
   if (packaged.window.ffmpegProcesses !== 0) out.push(`packaged ran ${packaged.window.ffmpegProcesses} ffmpeg processes, not none`);
-  for (const r of [bare, transcoded, packaged]) if (r.window.mediaRate < 0.95) out.push(`${r.label} fell behind real time (media s/s ${r.window.mediaRate.toFixed(2)}): its CPU is that of a backlog`);
+  for (const r of [bare, transcoded, mixed, packaged]) if (r.window.mediaRate < 0.95) out.push(`${r.label} fell behind real time (media s/s ${r.window.mediaRate.toFixed(2)}): its CPU is that of a backlog`);
   return out.map((n) => `  note: ${n}`);
 }
 
-function ratiosTable(bare: WayResult, transcoded: WayResult, packaged: WayResult): string {
+function ratiosTable(bare: WayResult, transcoded: WayResult, mixed: WayResult, packaged: WayResult): string {
   const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? undefined : a / b);
   const playable = (r: WayResult) => median(r.playable);
   return formatTable(
     ["", "total CPU", "playable s"],
     [
       ["packaged / transcoded", fixed(ratio(packaged.window.total, transcoded.window.total), 3), fixed(ratio(playable(packaged), playable(transcoded)), 2)],
+      ["mixed / transcoded", fixed(ratio(mixed.window.total, transcoded.window.total), 3), fixed(ratio(playable(mixed), playable(transcoded)), 2)],
       ["transcoded / bare ffmpeg", fixed(ratio(transcoded.window.total, bare.window.total), 3), fixed(ratio(playable(transcoded), playable(bare)), 2)],
     ],
   );
@@ -447,8 +455,13 @@ async function main(): Promise<void> {
     console.error(`encoding the ${CLIP_SECONDS} s source at ${LADDER.map((p) => `${p.width}x${p.height}`).join(", ")}`);
     const source = await encodeSource();
     const s = (server = await startServerProcess(path.join(workDir, "data"), { LOG_LEVEL: "warn", HLS_SEGMENT_SECONDS: String(SEGMENT_SECONDS) }));
-    // Bare first, then transcoded, then packaged: the two ways compared most closely run side by side.
-    const ways = [bareWay(source.topFlv), await onairWay(s, "transcoded", LADDER, source.top), await onairWay(s, "packaged", [], source.ladder)];
+    // Bare first, then transcoded, mixed and packaged: the ways compared most closely run side by side.
+    const ways = [
+      bareWay(source.topFlv),
+      await onairWay(s, "transcoded", LADDER, source.top),
+      await onairWay(s, "mixed", LADDER, source.partial),
+      await onairWay(s, "packaged", [], source.ladder),
+    ];
     results = [];
     for (const way of ways) results.push(await measureWay(way));
   } finally {
@@ -457,12 +470,12 @@ async function main(): Promise<void> {
     await stopServerProcess(server);
     fs.rmSync(workDir, { recursive: true, force: true });
   }
-  const [bare, transcoded, packaged] = results as [WayResult, WayResult, WayResult];
+  const [bare, transcoded, mixed, packaged] = results as [WayResult, WayResult, WayResult, WayResult];
   const cpus = os.cpus();
   console.log(
     [
       "",
-      `onair ladder cost: one ${LADDER.map((p) => p.name).join("/")} ladder at ${FPS} fps, packaged from the encoder's multitrack or transcoded from its top track`,
+      `onair ladder cost: one ${LADDER.map((p) => p.name).join("/")} ladder at ${FPS} fps, packaged from the encoder's multitrack, transcoded from its top track, or mixed (two tracks copied, one rung encoded)`,
       `  machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? "unknown"}); node ${process.version}; ${ffmpegVersion(FFMPEG)}`,
       `  BENCH_RUNS=${RUNS}, BENCH_LADDERS_WINDOW=${WINDOW_S} s; segments of ${SEGMENT_SECONDS} s; source: libx264 veryfast -bf 0 -g ${GOP}, ` +
         `${LADDER.map((p) => `${p.width}x${p.height} ${p.bitrate / 1e6} Mb/s`).join(", ")}, AAC; ${CLIP_SECONDS} s looped`,
@@ -470,8 +483,8 @@ async function main(): Promise<void> {
       "",
       waysTable(results),
       "",
-      ratiosTable(bare, transcoded, packaged),
-      ...notes(bare, transcoded, packaged),
+      ratiosTable(bare, transcoded, mixed, packaged),
+      ...notes(bare, transcoded, mixed, packaged),
       "",
     ].join("\n"),
   );
