@@ -1,7 +1,7 @@
 import path from "node:path";
 import { firstMsnFor, LivePackager, renderMediaPlaylist, type HlsSegment, type LiveHls } from "../hls";
 import type { Logger } from "../log";
-import { AUDIO_BITRATE, HlsFiles, writeAtomically, type StoredSegment } from "../media";
+import { AUDIO_BITRATE, HlsFiles, writeAtomically, type LiveStills, type StoredSegment } from "../media";
 import type { Rendition, SegmentCounters } from "../shapes";
 import type { LiveSessionInfo } from "./observer";
 
@@ -35,6 +35,8 @@ export class SessionHls {
   private readonly files: HlsFiles;
   private writes: Promise<void> = Promise.resolve();
   private failed = false;
+  /** Takes the thumbnail when asked, for a run that does not keep one (set by the runs). */
+  stills: LiveStills | undefined;
 
   constructor(private readonly o: SessionHlsOptions) {
     this.files = new HlsFiles(o.info.hlsDir);
@@ -51,7 +53,7 @@ export class SessionHls {
       onSegment: (r, segment, retired) => this.store(r, segment, retired),
       warn: (fields, message) => o.log.warn(fields, message),
     });
-    o.liveHls.set(o.info.playbackId, this.packager);
+    o.liveHls.set(o.info.playbackId, this.packager, async () => this.stills?.fresh());
   }
 
   /** A new session starts from a clean folder. Throws when the disk refuses. */

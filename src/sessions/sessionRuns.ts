@@ -5,11 +5,13 @@ import { PART_SECONDS } from "../hls";
 import type { LiveFeed } from "../realtime";
 import {
   LivePipeline,
+  LiveStills,
   PackagingRun,
   PIPELINE_SCHEDULE,
   RestartLoop,
   restartDelayMs as restartDelay,
   THUMBNAIL_FILE,
+  trackInputs,
   type LivePipelineOptions,
   type PipeFormat,
   type ProcessEnd,
@@ -210,6 +212,14 @@ export class SessionRuns {
     const stats = publisherId !== undefined ? runtime.publisherStats(publisherId) : undefined;
     const codec = stats?.videoCodec;
     const { format, packagesSource } = runForm(codec, info.renditions);
+    // Beside the playlists: served at /hls/<playbackId>/thumbnail.jpg, left there when the session ends.
+    const thumbnailFile = path.join(info.hlsDir, THUMBNAIL_FILE);
+    // A run that decodes nothing to take pictures from (or copies rungs from several inputs: see
+    // liveArgs.ts) gets its thumbnail taken when one is asked for.
+    const keepsThumbnail = !packagesSource && trackInputs(info.renditions).length === 0;
+    hls.stills = keepsThumbnail
+      ? undefined
+      : new LiveStills({ ffmpegPath: runtime.ffmpegPath, registry: runtime.registry, log: this.d.log, output: thumbnailFile, input: { format, feed: (into) => runtime.readSource(info.streamId, into, format) } });
     const options: LivePipelineOptions = {
       ffmpegPath: runtime.ffmpegPath,
       input: {
@@ -227,8 +237,7 @@ export class SessionRuns {
       // The source's audio is known by now (the ingest admits a publish once it is).
       ...(feed && !packagesSource ? { realtime: feed.startRun(!!publisherId && stats?.hasAudio === true) } : {}),
       workDir: info.hlsDir,
-      // Beside the playlists: served at /hls/<playbackId>/thumbnail.jpg, left there when the session ends.
-      thumbnailFile: path.join(info.hlsDir, THUMBNAIL_FILE),
+      thumbnailFile,
       log: this.d.log,
       registry: runtime.registry,
       onPlayable: () => this.playable(pipeline),

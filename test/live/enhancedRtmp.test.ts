@@ -1,5 +1,7 @@
 import { spawn } from "node:child_process";
 import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import * as HLS from "hls-parser";
 import { encodeAudioTag, encodeVideoTag, FlvReader, readAudioTag, readVideoTag, RtmpPublisher, type AudioTag, type FlvTag, type VideoTag } from "../../src/rtmp";
 import { codecString } from "../../src/mp4";
@@ -88,6 +90,32 @@ async function probeCodecs(playbackId: string): Promise<string[]> {
   return streams.map((s) => s.codec_name).sort();
 }
 
+/**
+ * The stream's thumbnail, taken when asked for by a run that decodes nothing: a JPEG of the
+ * source's size (at most 640 wide), and the short process that took it gone afterwards.
+ */
+async function liveThumbnail(playbackId: string, width: number): Promise<void> {
+  const res = await fetch(`http://127.0.0.1:${fx.t.server.port}/hls/${playbackId}/thumbnail.jpg`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get("content-type")).toBe("image/jpeg");
+  const jpeg = Buffer.from(await res.arrayBuffer());
+  expect(jpeg.subarray(0, 2)).toEqual(Buffer.from([0xff, 0xd8]));
+  const probed = await probeFile(jpeg);
+  expect(probed.width).toBe(Math.min(width, 640));
+  await waitFor("the still's process gone", () => fx.t.server.processes.size === 0, 10_000);
+}
+
+async function probeFile(bytes: Buffer): Promise<{ width: number }> {
+  const file = path.join(os.tmpdir(), `onair-still-${process.pid}-${Date.now()}.jpg`);
+  fs.writeFileSync(file, bytes);
+  try {
+    const { streams } = await probe(file);
+    return { width: streams[0]!.width! };
+  } finally {
+    fs.rmSync(file, { force: true });
+  }
+}
+
 async function livePlayback(stream: { id: string; playbackId: string }): Promise<void> {
   await waitFor("the stream live", async () => (await api("GET", `/stream/${stream.id}`)).body.isActive, 30_000);
   await waitFor("the master playlist", async () => (await fetch(`http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}/index.m3u8`)).status === 200, 30_000);
@@ -164,6 +192,7 @@ describe("Enhanced RTMP publishers", () => {
       const whep = await fetch(`http://127.0.0.1:${fx.t.server.port}/whep/${stream.playbackId}`, { method: "POST", headers: { "content-type": "application/sdp" }, body: "v=0\r\n" });
       expect(whep.status).toBe(404);
       expect(((await whep.json()) as { errors: string[] }).errors[0]).toContain(`plays its ${name} video as sent, over HLS only`);
+      await liveThumbnail(stream.playbackId, 320);
     });
   }, 60_000);
 
@@ -190,6 +219,7 @@ describe("Enhanced RTMP publishers", () => {
         expect(streams.find((s) => s.codec_name === "h264")).toMatchObject({ width: size.width, height: size.height });
         checkStrict(await (await fetch(`${base}/${i}/index.m3u8`)).text());
       }
+      await liveThumbnail(stream.playbackId, 640);
       // The tracks' keyframes are at the same instants (one GOP length): nothing to report.
       expect((await api("GET", `/stream/${stream.id}`)).body.issues ?? []).not.toContainEqual(expect.stringContaining("keyframes at different instants"));
     });
@@ -241,6 +271,10 @@ describe("Enhanced RTMP publishers", () => {
       const topLast = top0.segments.filter((seg) => seg.uri).at(-1)!.mediaSequenceNumber;
       for (const report of top0.renditionReports) expect(Math.abs(report.lastMSN! - topLast)).toBeLessThanOrEqual(1);
       expect((await api("GET", `/stream/${stream.id}`)).body.issues ?? []).not.toContainEqual(expect.stringContaining("keyframes at different instants"));
+      // This run's ffmpeg makes no thumbnail (liveArgs.ts): one is taken when asked for.
+      const res = await fetch(`${base}/thumbnail.jpg`);
+      expect(res.status).toBe(200);
+      expect(Buffer.from(await res.arrayBuffer()).subarray(0, 2)).toEqual(Buffer.from([0xff, 0xd8]));
     });
   }, 90_000);
 

@@ -1,0 +1,77 @@
+import { spawnSync } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { Writable } from "node:stream";
+import { createLogger } from "../../../src/log";
+import { buildLiveStillArgs, LiveStills, ProcessRegistry } from "../../../src/media";
+import { probe } from "../../helpers/media";
+
+// A live thumbnail taken when asked for: one short ffmpeg per still, none while the file is
+// fresh, one for any number of viewers asking at once.
+
+const FFMPEG = process.env.FFMPEG_PATH || "ffmpeg";
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), "onair-still-"));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+/** A second of 800x450 H.264 as FLV: what a reader of the publish is handed from its newest keyframe. */
+function source(): Buffer {
+  const file = path.join(dir, "src.flv");
+  const made = spawnSync(FFMPEG, ["-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", "testsrc2=size=800x450:rate=30:duration=1", "-c:v", "libx264", "-preset", "ultrafast", "-f", "flv", file]);
+  expect(made.status).toBe(0);
+  return fs.readFileSync(file);
+}
+
+describe("buildLiveStillArgs", () => {
+  it.each([
+    ["flv", "flv"],
+    ["mp4", "mov"],
+  ] as const)("%s on stdin: one picture of the default track, scaled, written atomically", (format, demuxer) => {
+    const args = buildLiveStillArgs(format, "/x/thumbnail.jpg");
+    expect(args.join(" ")).toContain(`-f ${demuxer} -i pipe:0 -map 0:v:0 -frames:v 1`);
+    expect(args).toContain("-y");
+    expect(args.slice(-3)).toEqual(["-f", "image2", "/x/thumbnail.jpg"]);
+    expect(args).toContain("-atomic_writing");
+  });
+});
+
+describe("LiveStills", () => {
+  const flv = source();
+  let feeds = 0;
+  const input = {
+    format: "flv" as const,
+    feed: (into: Writable) => {
+      feeds++;
+      into.end(flv);
+      return () => undefined;
+    },
+  };
+
+  it("takes one still for viewers asking at once, none while it is fresh, another once it is old", async () => {
+    const output = path.join(dir, "thumbnail.jpg");
+    let now = Date.now();
+    const registry = new ProcessRegistry();
+    const stills = new LiveStills({ ffmpegPath: FFMPEG, registry, log: createLogger("silent"), output, input, now: () => now });
+    await Promise.all([stills.fresh(), stills.fresh(), stills.fresh()]);
+    expect(feeds).toBe(1);
+    expect(registry.size).toBe(0);
+    const { streams } = await probe(output);
+    // Scaled to the poster width, the aspect kept.
+    expect(streams[0]).toMatchObject({ width: 640, height: 360 });
+    await stills.fresh();
+    expect(feeds).toBe(1);
+    now = fs.statSync(output).mtimeMs + 3000;
+    await stills.fresh();
+    expect(feeds).toBe(2);
+  });
+
+  it("a source it cannot decode leaves no process and no file, and fresh() still resolves", async () => {
+    const output = path.join(dir, "none.jpg");
+    const registry = new ProcessRegistry();
+    const garbage = { format: "flv" as const, feed: (into: Writable) => (into.end(Buffer.from("not a video")), () => undefined) };
+    const stills = new LiveStills({ ffmpegPath: FFMPEG, registry, log: createLogger("silent"), output, input: garbage });
+    await stills.fresh();
+    expect(fs.existsSync(output)).toBe(false);
+    expect(registry.size).toBe(0);
+  });
+});
