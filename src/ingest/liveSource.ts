@@ -1,6 +1,8 @@
 import { encodeAmf0, type Amf0Value } from "../rtmp";
 import type { SourceTrack } from "../shapes";
-import { isVideoKeyframe } from "./publishStats";
+import { isAudioSequenceHeader, isVideoKeyframe, isVideoSequenceHeader } from "./publishStats";
+
+export { isAudioSequenceHeader, isVideoSequenceHeader } from "./publishStats";
 import { sourceTrack } from "./trackFacts";
 
 // One live publish as its local readers (the pipeline's ffmpeg, a multistream push) receive
@@ -45,23 +47,6 @@ export const GOP_CACHE_MAX_MS = 60_000;
 
 /** Video tracks of one publish kept apart (E-RTMP allows 256; OBS sends up to five): others are dropped. */
 export const MAX_VIDEO_TRACKS = 8;
-
-/** A legacy AVC or enhanced-RTMP video sequence header (the decoder configuration). */
-export function isVideoSequenceHeader(body: Uint8Array): boolean {
-  const first = body[0];
-  if (first === undefined) return false;
-  if ((first & 0x80) !== 0) return (first & 0x0f) === 0;
-  return (first & 0x0f) === 7 && body[1] === 0;
-}
-
-/** A legacy AAC or enhanced-RTMP audio sequence header. */
-export function isAudioSequenceHeader(body: Uint8Array): boolean {
-  const first = body[0];
-  if (first === undefined) return false;
-  const format = first >> 4;
-  if (format === 9) return (first & 0x0f) === 0;
-  return format === 10 && body[1] === 0;
-}
 
 /** A data message as a player expects it: `name` first, without the `@setDataFrame` a publisher puts before metadata. */
 export function dataMessage(timestamp: number, name: string, values: Amf0Value[]): RelayedMedia {

@@ -12,6 +12,12 @@ export interface PublishStatsView {
   keyframeIntervalMs?: number;
   /** An audio tag has come. */
   hasAudio: boolean;
+  /**
+   * Decoder configurations (video or audio) unlike the one before of their kind: a run reading
+   * the publish as MP4 ends at each (an init states one configuration), and is started again at
+   * once, not counted as a failure.
+   */
+  configChanges: number;
 }
 
 export class PublishStats implements PublishStatsView {
@@ -19,7 +25,9 @@ export class PublishStats implements PublishStatsView {
   lastMediaAt: number;
   keyframeIntervalMs: number | undefined;
   hasAudio = false;
+  configChanges = 0;
   private lastKeyframeMs: number | undefined;
+  private readonly configs: { video?: Buffer; audio?: Buffer } = {};
 
   constructor(now: number) {
     // A publish that never sends a tag is as stalled as one that stops.
@@ -29,15 +37,24 @@ export class PublishStats implements PublishStatsView {
   /** A video tag: `payload` is the FLV video tag body, `clock` its RTMP timestamp. */
   video(payload: Uint8Array, clock: number, now: number): void {
     this.media(clock, now);
+    if (isVideoSequenceHeader(payload)) return this.configuration("video", payload);
     if (isVideoKeyframe(payload)) {
       if (this.lastKeyframeMs !== undefined && clock > this.lastKeyframeMs) this.keyframeIntervalMs = clock - this.lastKeyframeMs;
       this.lastKeyframeMs = clock;
     }
   }
 
-  audio(clock: number, now: number): void {
+  /** An audio tag: `payload` is its body (a sequence header is told apart by it). */
+  audio(payload: Uint8Array, clock: number, now: number): void {
     this.hasAudio = true;
     this.media(clock, now);
+    if (isAudioSequenceHeader(payload)) this.configuration("audio", payload);
+  }
+
+  private configuration(kind: "video" | "audio", payload: Uint8Array): void {
+    const last = this.configs[kind];
+    if (last && !last.equals(payload)) this.configChanges++;
+    this.configs[kind] = Buffer.from(payload);
   }
 
   private media(clock: number, now: number): void {
@@ -58,4 +75,21 @@ export function isVideoKeyframe(payload: Uint8Array): boolean {
   if (frameType !== 1) return false;
   if ((first & 0x80) !== 0) return [1, 3].includes(first & 0x0f);
   return (first & 0x0f) !== 7 || payload[1] === 1;
+}
+
+/** A legacy AVC or enhanced-RTMP video sequence header (the decoder configuration). */
+export function isVideoSequenceHeader(body: Uint8Array): boolean {
+  const first = body[0];
+  if (first === undefined) return false;
+  if ((first & 0x80) !== 0) return (first & 0x0f) === 0;
+  return (first & 0x0f) === 7 && body[1] === 0;
+}
+
+/** A legacy AAC or enhanced-RTMP audio sequence header. */
+export function isAudioSequenceHeader(body: Uint8Array): boolean {
+  const first = body[0];
+  if (first === undefined) return false;
+  const format = first >> 4;
+  if (format === 9) return (first & 0x0f) === 0;
+  return format === 10 && body[1] === 0;
 }

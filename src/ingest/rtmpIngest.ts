@@ -217,8 +217,8 @@ export class RtmpIngest {
   publisherStats(publisherId: string): PublisherStats | undefined {
     const publish = this.publishes.get(publisherId);
     if (!publish) return undefined;
-    const { mediaMs, lastMediaAt, keyframeIntervalMs, hasAudio } = publish.stats;
-    return { mediaMs, lastMediaAt, keyframeIntervalMs, hasAudio, bytesRead: publish.connection.bytesRead, videoCodec: publish.video, videoTracks: publish.source.videoTracks };
+    const { mediaMs, lastMediaAt, keyframeIntervalMs, hasAudio, configChanges } = publish.stats;
+    return { mediaMs, lastMediaAt, keyframeIntervalMs, hasAudio, configChanges, bytesRead: publish.connection.bytesRead, videoCodec: publish.video, videoTracks: publish.source.videoTracks };
   }
 
   /** Disconnects a publisher at once (suspend, delete, a dead pipeline), telling it why when there is a reason. */
@@ -388,7 +388,7 @@ export class RtmpIngest {
     const now = Date.now();
     const form = media.kind === "video" ? videoForPipeline(media.tag, media.body) : audioForPipeline(media.tag, media.body);
     if (media.kind === "video") publish.stats.video(form.body ?? media.body, media.timestamp, now);
-    else publish.stats.audio(media.timestamp, now);
+    else publish.stats.audio(form.body ?? media.body, media.timestamp, now);
     if (form.codec !== undefined && publish[media.kind] === undefined) {
       publish[media.kind] = form.codec;
       const refusal = media.kind === "video" ? refuseVideo(form.codec) : refuseAudio(form.codec);

@@ -79,6 +79,19 @@ export function noWebrtcReason(renditions: number, codec: string | undefined): s
   return `this stream plays ${what} as sent, over HLS only: WebRTC playback carries the server's H.264 ladder (give the stream profiles for it)`;
 }
 
+/**
+ * A run that read the publish as MP4 (or parts) ends when the publisher's decoder configuration
+ * changes (an init states one): the next run starts at once with the new one, not counted as a
+ * failure, unless the last such restart was less than this long ago (a publisher changing its
+ * configuration all the time gets the failure count's back-off and bound).
+ */
+export const CONFIG_CHANGE_RESTART_MS = 10_000;
+
+/** Whether a run's end is its input's new decoder configuration: a clean end, of an MP4-reading run, with a change since it started. */
+export function endedForNewConfiguration(end: Pick<ProcessEnd, "code" | "requested">, readsMp4: boolean, changesAtStart: number | undefined, changesNow: number | undefined): boolean {
+  return end.code === 0 && !end.requested && readsMp4 && changesAtStart !== undefined && changesNow !== undefined && changesNow > changesAtStart;
+}
+
 /** What follows the current run's exit. */
 export type AfterRun = "finish" | "wait" | "restart";
 
@@ -135,6 +148,11 @@ export class SessionRuns {
   /** Some run made the playlists playable: later runs continue them. */
   private media = false;
   private lastEnd: ProcessEnd | undefined;
+  /** The current run reads MP4 (or parts), and the publisher's configuration changes when it started. */
+  private runReadsMp4 = false;
+  private changesAtStart: number | undefined;
+  /** When a run was last restarted for a new configuration (uncounted). */
+  private configRestartAt = -Infinity;
 
   constructor(private readonly d: SessionRunsDeps) {
     const { clock } = d;
@@ -212,6 +230,8 @@ export class SessionRuns {
     const stats = publisherId !== undefined ? runtime.publisherStats(publisherId) : undefined;
     const codec = stats?.videoCodec;
     const { format, packagesSource } = runForm(codec, info.renditions);
+    this.runReadsMp4 = format === "mp4" || packagesSource;
+    this.changesAtStart = stats?.configChanges;
     // Beside the playlists: served at /hls/<playbackId>/thumbnail.jpg, left there when the session ends.
     const thumbnailFile = path.join(info.hlsDir, THUMBNAIL_FILE);
     // A run that decodes nothing to take pictures from (or copies rungs from several inputs: see
@@ -276,6 +296,14 @@ export class SessionRuns {
     const next = afterRun(host.ending(), host.publisherId() !== undefined);
     if (next === "finish") return host.finish();
     if (next === "wait") return; // the window decides
+    const publisherId = host.publisherId();
+    const changesNow = publisherId !== undefined ? this.d.runtime.publisherStats(publisherId)?.configChanges : undefined;
+    const now = this.d.clock.now();
+    if (endedForNewConfiguration(end, this.runReadsMp4, this.changesAtStart, changesNow) && now - this.configRestartAt >= CONFIG_CHANGE_RESTART_MS) {
+      this.configRestartAt = now;
+      this.d.log.info("the publisher's decoder configuration changed: the next run starts with the new one");
+      return this.start();
+    }
     // Under its publisher a run never ends by itself: a clean exit means its input was cut
     // (it fell too far behind: see the ingest's reader cap). Both count as failures, so a
     // pipeline that cannot keep up ends instead of looping. A long healthy run earns a clean slate.

@@ -196,6 +196,25 @@ describe("Enhanced RTMP publishers", () => {
     });
   }, 60_000);
 
+  it("an HEVC publisher whose decoder configuration changes mid-publish goes on in the same session, after a discontinuity, with no failure counted", async () => {
+    const [first, second] = await Promise.all([enhancedFrames("hvc1", 5), enhancedFrames("hvc1", 5, { size: { width: 480, height: 270 } })]);
+    // The second encode's configuration and frames follow the first's, its clock running on.
+    const shift = Math.max(...first.messages.map((m) => m.timestamp)) + 33;
+    const changed = { ...first, messages: [...first.messages, ...second.messages.map((m) => ({ ...m, timestamp: m.timestamp + shift }))] };
+    const restarts = async () => Number(/^onair_pipeline_restarts_total (\d+)/m.exec(await (await fetch(`${fx.t.server.adminUrl}/metrics`)).text())?.[1] ?? NaN);
+    const before = await restarts();
+    const stream = (await api("POST", "/stream", { name: "erTMP configuration change", profiles: [] })).body;
+    const base = `http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}`;
+    await publishWhile(stream.streamKey, changed, async () => {
+      await livePlayback(stream);
+      await waitFor("the new configuration's segments", async () => (await (await fetch(`${base}/0/index.m3u8`)).text()).includes("#EXT-X-DISCONTINUITY"), 20_000);
+      checkStrict(await (await fetch(`${base}/0/index.m3u8`)).text());
+      expect((await api("GET", `/stream/${stream.id}`)).body.isActive).toBe(true);
+    });
+    expect((await api("GET", `/stream/${stream.id}/sessions`)).body).toHaveLength(1);
+    expect(await restarts()).toBe(before);
+  }, 60_000);
+
   it("a 3-track multitrack ladder to a stream without profiles: three renditions as sent, no ffmpeg, each its own size", async () => {
     const sizes = [
       { width: 640, height: 360 },

@@ -1,5 +1,5 @@
 import type { Rendition } from "../../../src/shapes";
-import { afterRun, noWebrtcReason, passesThrough, runForm, sameLadder } from "../../../src/sessions/sessionRuns";
+import { afterRun, endedForNewConfiguration, noWebrtcReason, passesThrough, runForm, sameLadder } from "../../../src/sessions/sessionRuns";
 
 // The decisions about a session's pipeline runs that need no process: which kind of run a
 // source gets, which publishers can continue a session, what follows a run's exit.
@@ -34,6 +34,17 @@ describe("a session's pipeline runs", () => {
     ["an H.264 ladder", "H.264", ladder, { format: "flv", packagesSource: true }],
   ] as const)("runForm(%s)", (_, codec, renditions, expected) => {
     expect(runForm(codec, renditions)).toEqual(expected);
+  });
+
+  it.each([
+    ["a clean end of an MP4-reading run after a change", { code: 0, requested: false }, true, 1, 2, true],
+    ["no change since the run started", { code: 0, requested: false }, true, 2, 2, false],
+    ["an FLV-reading run (ffmpeg takes a new configuration in stride)", { code: 0, requested: false }, false, 1, 2, false],
+    ["a failure, whatever changed", { code: 1, requested: false }, true, 1, 2, false],
+    ["a run the session stopped", { code: 0, requested: true }, true, 1, 2, false],
+    ["no publisher stats", { code: 0, requested: false }, true, undefined, undefined, false],
+  ] as const)("endedForNewConfiguration: %s", (_, end, readsMp4, atStart, now, expected) => {
+    expect(endedForNewConfiguration(end, readsMp4, atStart, now)).toBe(expected);
   });
 
   it.each([
