@@ -67,10 +67,14 @@ export function renditionLadder(profiles: Profile[], segmentSeconds: number, sou
  * For each profile, the track of an encoder's ladder that has its size (each track taken once,
  * profiles in order), or undefined. Only a ladder (two tracks or more) is matched: a single
  * source of a profile's size is still encoded, to the profile's bit rate and keyframes. Only
- * H.264 tracks: the encoded rungs are H.264, and so is what WebRTC playback carries.
+ * H.264 tracks: the encoded rungs are H.264, and so is what WebRTC playback carries. And only
+ * when the default track is H.264 too: it then reaches ffmpeg as FLV, on the publisher's clock
+ * like the copied tracks; HEVC or AV1 reaches it as MP4 timed from its first frame, and copied
+ * rungs beside it would be as far off as the publisher's clock was from zero (stalling them).
  */
 export function matchTracks(profiles: readonly Profile[], tracks: readonly SourceTrack[]): (number | undefined)[] {
-  const free = tracks.length > 1 ? tracks.filter((t) => t.codec === "avc1" && t.width !== undefined && t.height !== undefined) : [];
+  const onPublisherClock = tracks.length > 1 && tracks.find((t) => t.id === 0)?.codec === "avc1";
+  const free = onPublisherClock ? tracks.filter((t) => t.codec === "avc1" && t.width !== undefined && t.height !== undefined) : [];
   return profiles.map((p) => {
     const i = free.findIndex((t) => Math.abs(t.width! - even(p.width)) <= SIZE_SLACK && Math.abs(t.height! - even(p.height)) <= SIZE_SLACK);
     return i < 0 ? undefined : free.splice(i, 1)[0]!.id;

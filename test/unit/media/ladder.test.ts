@@ -43,6 +43,8 @@ describe("renditionLadder", () => {
     ["a single track of a profile's size is still encoded (the profile's bit rate and keyframes)", [avc(0, 1280, 720)], [undefined]],
     ["the ladder's tracks, matched by size within 4 px, each once", [avc(0, 1920, 1080), avc(1, 1280, 720), avc(2, 1280, 720)], [1, 2]],
     ["HEVC tracks are not taken (the encoded rungs and WebRTC are H.264)", [avc(0, 1280, 720, "hvc1"), avc(1, 1280, 720, "hvc1")], [undefined, undefined]],
+    ["a default track in HEVC: no H.264 track is taken (the default one reaches ffmpeg as MP4 timed from zero)", [avc(0, 1920, 1080, "hvc1"), avc(1, 1280, 720)], [undefined]],
+    ["a default track of no known codec: none is taken", [{ id: 0 }, avc(1, 1280, 720)], [undefined]],
     ["a track whose size is not known yet is not taken", [{ id: 0, codec: "avc1" }, avc(1, 1280, 720)], [1, undefined]],
     ["5 px off is another size", [avc(0, 1285, 720), avc(1, 1280, 725)], [undefined, undefined]],
   ] as const)("matchTracks: %s", (_what, tracks, expected) => {
