@@ -108,6 +108,7 @@ export class LivePipeline {
     void this.process.ended.then((end) => this.finish(end));
     if (this.process.stdin) this.stopFeeds.push(this.o.input.feed(this.process.stdin));
     this.process.inputs.forEach((pipe, j) => this.stopFeeds.push(feedTrack!(tracks[j]!, pipe)));
+    endTogether([...(this.process.stdin ? [this.process.stdin] : []), ...this.process.inputs]);
   }
 
   private output(run: PackagerRun, index: number, chunk: Buffer): void {
@@ -166,4 +167,14 @@ export class LivePipeline {
     this.markDone();
     this.guard(() => this.o.onEnded(end));
   }
+}
+
+/**
+ * A run's input pipes end together: ffmpeg goes on while any input does, so one cut off (its
+ * reader fell behind the publisher) would leave that input's rungs frozen under a run that never
+ * ends, and is never restarted. Ending the others ends the run as the end of a single input does.
+ */
+function endTogether(pipes: readonly Writable[]): void {
+  if (pipes.length < 2) return;
+  for (const pipe of pipes) pipe.once("close", () => pipes.forEach((p) => p.end()));
 }
