@@ -227,17 +227,14 @@ export function hlsRouter(
     sendPlaylist(req, res, withQueries(master, verdict), PER_VIEWER);
   });
 
-  // The stream's newest picture: a file the packaging node's pipeline keeps up to date, or takes
-  // when asked when its run decodes nothing (left in place when the session ends); 404 until the
-  // first one is written.
+  // The stream's newest picture, kept up to date by the packaging node's run (or taken when asked
+  // if its run decodes nothing), left when the session ends; 404 until the first one is written.
   router.get(`/hls/:playbackId/${THUMBNAIL_FILE}`, async (req, res) => {
     const { playbackId } = req.params;
     if (!PLAYBACK_ID.test(playbackId)) return notFound(res);
-    if (live.get(playbackId)) {
-      await live.freshThumbnail(playbackId).catch(() => undefined);
-      return fromDisk(req, res, playbackId, [THUMBNAIL_FILE]);
-    }
-    return elsewhere(req, res, playbackId, [THUMBNAIL_FILE]);
+    if (!live.get(playbackId)) return elsewhere(req, res, playbackId, [THUMBNAIL_FILE]);
+    await live.freshThumbnail(playbackId).catch(() => undefined);
+    return fromDisk(req, res, playbackId, [THUMBNAIL_FILE]);
   });
 
   router.get("/hls/:playbackId/:variant/:file", async (req, res) => {

@@ -104,10 +104,12 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
   const thumbnailChain = `fps=1/${THUMBNAIL_SECONDS},${thumbnailScale}[thumb]`;
   if (encoded.length > 0) {
     const top = Math.max(...encoded.map((r) => r.encode!.fps));
-    // Beside copied rungs, each encoded one gets its rate at its output instead (-r below): the
-    // fps filter would repeat a keyframe after a gap in the source, and each copy would force a
-    // keyframe of its own (a part one frame long); the output's own repeats are forced once.
-    const snap = (fps: number) => (tracks.length > 0 || fps === top ? "" : `fps=${fps},`);
+    // Beside copied rungs (on the publisher's clock, -copyts), each encoded rung snaps to its own
+    // rate after the split, so a source keyframe on the grid stays the frame a rung keeps (an
+    // output -r drops it when it halves the rate: measured, keyframes a frame late at 60 to 30
+    // fps). The price: a source gap of more than a frame and a half just after a keyframe makes
+    // the filter repeat it, and the repeat is forced a keyframe too (a one-frame part).
+    const snap = (fps: number) => (tracks.length === 0 && fps === top ? "" : `fps=${fps},`);
     const chains = encoded.map((r) => {
       const e = r.encode!;
       return (
@@ -136,7 +138,7 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
         ...(tracks.length === 0
           ? ["-g", String(e.gopFrames), "-keyint_min", String(e.gopFrames), "-sc_threshold", "0", "-force_key_frames", `expr:gte(t,n_forced*${o.segmentSeconds})`]
           : // The source's keyframes; the encoder's own only where the source goes twice as long without one.
-            ["-r", String(e.fps), "-g", String(e.gopFrames * 2), "-sc_threshold", "0", "-force_key_frames", "source"]),
+            ["-g", String(e.gopFrames * 2), "-sc_threshold", "0", "-force_key_frames", "source"]),
         "-c:a", "aac", "-b:a", String(o.audioBitrate), "-ar", "48000", "-ac", "2",
       );
     } else {

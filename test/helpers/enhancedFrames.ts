@@ -65,7 +65,7 @@ export async function enhancedFrames(codec: EnhancedCodec, seconds: number, opti
   if (!video?.config) throw new Error(`no ${codec} track with a decoder configuration in ffmpeg's output`);
   const sound = file.tracks.find((t) => t.handler === "soun");
   return {
-    messages: messagesOf(codec, video, sound, options.legacy === true && codec === "avc1"),
+    messages: messagesOf(codec, video, sound, options.legacy === true && codec === "avc1", fps),
     metadata: { width: size.width, height: size.height, framerate: fps },
     videoConfig: video.config,
     audioConfig: sound?.config,
@@ -129,15 +129,17 @@ export async function publishPaced(client: RtmpPublisher, encoded: EnhancedStrea
   }
 }
 
-function messagesOf(codec: EnhancedCodec, video: Mp4FileTrack, sound: Mp4FileTrack | undefined, legacy: boolean): EnhancedMessage[] {
+function messagesOf(codec: EnhancedCodec, video: Mp4FileTrack, sound: Mp4FileTrack | undefined, legacy: boolean, fps: number): EnhancedMessage[] {
   const form = legacy ? { legacy: true as const } : {};
   const ms = (t: number, track: Mp4FileTrack) => Math.round((t * 1000) / track.timescale);
   const head: EnhancedMessage[] = [{ type: 9, timestamp: 0, body: encodeVideoTag({ kind: "config", codec, record: video.config!, ...form }) }];
   if (sound?.config) head.push({ type: 8, timestamp: 0, body: encodeAudioTag({ kind: "config", codec: "mp4a", config: sound.config, legacy: true }) });
-  const frames: EnhancedMessage[] = video.samples.map((s) => {
-    const timestamp = ms(s.decodeTime, video);
+  // Frame n at n frame periods, as an encoder's clock stamps it: ffmpeg's MP4 delays the frames
+  // after the first by the AAC priming (21 ms), a gap after the first keyframe no encoder makes.
+  const frames: EnhancedMessage[] = video.samples.map((s, n) => {
+    const timestamp = Math.round((n * 1000) / fps);
     const frameType = s.sync ? VideoFrameTypes.key : VideoFrameTypes.inter;
-    const compositionMs = codec === "av01" ? 0 : ms(s.decodeTime + s.compositionOffset, video) - timestamp;
+    const compositionMs = codec === "av01" ? 0 : ms(s.decodeTime + s.compositionOffset, video) - ms(s.decodeTime, video);
     return { type: 9, timestamp, body: encodeVideoTag({ kind: "frame", codec, frameType, keyframe: s.sync, compositionMs, data: s.data, ...form }) };
   });
   const sounds: EnhancedMessage[] = (sound?.samples ?? []).map((s) => ({

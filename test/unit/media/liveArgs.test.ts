@@ -167,9 +167,10 @@ describe("buildLiveArgs", () => {
       expect(text).toContain("-copyts -f flv -i pipe:0 -analyzeduration 500000 -f flv -i pipe:6");
       expect(text).toContain("-map 0:v:0 -map 0:a:0? -c copy");
       expect(text).toContain("-map 1:v:0 -map 0:a:0? -c copy");
-      // No fps filter (it would repeat a keyframe after a gap, each copy forced): the rate at the output.
-      expect(args[args.indexOf("-filter_complex") + 1]).toBe("[0:v:0]split=1[s2];[s2]scale=w=256:h=144:force_original_aspect_ratio=decrease,pad=256:144:(ow-iw)/2:(oh-ih)/2,setsar=1[o2]");
-      expect(text).toContain("-r 30 -g 60 -sc_threshold 0 -force_key_frames source");
+      // Each encoded rung snaps to its own rate after the split (a source keyframe stays the frame it keeps).
+      expect(args[args.indexOf("-filter_complex") + 1]).toBe("[0:v:0]split=1[s2];[s2]fps=30,scale=w=256:h=144:force_original_aspect_ratio=decrease,pad=256:144:(ow-iw)/2:(oh-ih)/2,setsar=1[o2]");
+      expect(text).toContain("-g 60 -sc_threshold 0 -force_key_frames source");
+      expect(args).not.toContain("-r");
       expect(text).not.toContain("n_forced");
       // No thumbnail: a sparse output would hold the copied inputs back (see liveArgs.ts).
       expect(text).not.toContain("/tmp/t.jpg");
