@@ -159,8 +159,8 @@ export function hlsRouter(
     next();
   });
 
-  /** An ended session's files (or a live one's that left memory): looked up, then read from disk. */
-  const fromDisk = async (req: Request, res: Response, playbackId: string, parts: string[]) => {
+  /** An ended session's files (or a live one's that left memory): looked up, gated, `ready` (a live still), read from disk. */
+  const fromDisk = async (req: Request, res: Response, playbackId: string, parts: string[], ready?: () => Promise<void>) => {
     // Only names of our own making reach the file system: nothing can climb out of hlsDir.
     const subject = await access.subject(playbackId);
     if (!subject) return notFound(res);
@@ -185,6 +185,7 @@ export function hlsRouter(
         return sendPlaylist(req, res, withQueries(text, verdict), PER_VIEWER);
       }
     }
+    await ready?.().catch(() => undefined);
     res.sendFile(path.join(playbackId, ...parts), {
       root: hlsDir,
       dotfiles: "deny",
@@ -233,8 +234,8 @@ export function hlsRouter(
     const { playbackId } = req.params;
     if (!PLAYBACK_ID.test(playbackId)) return notFound(res);
     if (!live.get(playbackId)) return elsewhere(req, res, playbackId, [THUMBNAIL_FILE]);
-    await live.freshThumbnail(playbackId).catch(() => undefined);
-    return fromDisk(req, res, playbackId, [THUMBNAIL_FILE]);
+    // Taken only for a viewer the gate admits: a refused or unknown one starts no process.
+    return fromDisk(req, res, playbackId, [THUMBNAIL_FILE], () => live.freshThumbnail(playbackId));
   });
 
   router.get("/hls/:playbackId/:variant/:file", async (req, res) => {
