@@ -40,22 +40,42 @@ export interface LiveStillsOptions {
   now?: () => number;
 }
 
-/** A session's thumbnail, taken on demand: one still at a time, none while the file is fresh. */
+/**
+ * A session's thumbnail, taken on demand: one still at a time, none while the file is fresh, and
+ * none within THUMBNAIL_SECONDS of the last one tried (a still that fails, a source it cannot
+ * decode, is not tried again by every request that follows: viewers get the file there is).
+ */
 export class LiveStills {
   private taking: Promise<void> | undefined;
+  private triedAt = -Infinity;
+  private input: LiveStillsOptions["input"];
 
-  constructor(private readonly o: LiveStillsOptions) {}
+  constructor(private readonly o: LiveStillsOptions) {
+    this.input = o.input;
+  }
+
+  /** The next still reads this (a new run's form of the publish): the one in flight, if any, goes on. */
+  readFrom(input: LiveStillsOptions["input"]): void {
+    this.input = input;
+  }
 
   /** Resolves once the thumbnail is at most THUMBNAIL_SECONDS old, or a still could not be taken (logged). */
   fresh(): Promise<void> {
-    if (this.age() <= THUMBNAIL_SECONDS * 1000) return Promise.resolve();
-    this.taking ??= this.take().finally(() => (this.taking = undefined));
+    if (this.taking) return this.taking;
+    const now = this.now();
+    if (this.age(now) <= THUMBNAIL_SECONDS * 1000 || now - this.triedAt < THUMBNAIL_SECONDS * 1000) return Promise.resolve();
+    this.triedAt = now;
+    this.taking = this.take().finally(() => (this.taking = undefined));
     return this.taking;
   }
 
-  private age(): number {
+  private now(): number {
+    return this.o.now?.() ?? Date.now();
+  }
+
+  private age(now: number): number {
     try {
-      return (this.o.now?.() ?? Date.now()) - fs.statSync(this.o.output).mtimeMs;
+      return now - fs.statSync(this.o.output).mtimeMs;
     } catch {
       return Infinity;
     }
@@ -70,10 +90,19 @@ export class LiveStills {
   }
 
   private async still(): Promise<void> {
-    const { o } = this;
-    const child = spawnSupervised(o.registry, { command: o.ffmpegPath, args: buildLiveStillArgs(o.input.format, o.output), log: o.log, name: "ffmpeg still", inputPipe: true, tailLines: 5 });
-    const stopFeed = child.stdin ? o.input.feed(child.stdin) : () => undefined;
+    const { o, input } = this;
+    const child = spawnSupervised(o.registry, { command: o.ffmpegPath, args: buildLiveStillArgs(input.format, o.output), log: o.log, name: "ffmpeg still", inputPipe: true, tailLines: 5 });
+    // Armed before the feed: a feed that throws must not leave ffmpeg waiting on its stdin.
     const timer = setTimeout(() => child.kill(), STILL_TIMEOUT_MS);
+    let stopFeed: () => void = () => undefined;
+    try {
+      if (child.stdin) stopFeed = input.feed(child.stdin);
+    } catch (err) {
+      child.kill();
+      await child.ended;
+      clearTimeout(timer);
+      throw err;
+    }
     const end = await child.ended;
     clearTimeout(timer);
     stopFeed();

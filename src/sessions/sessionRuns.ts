@@ -1,4 +1,5 @@
 import path from "node:path";
+import type { Writable } from "node:stream";
 import { PASSTHROUGH_VIDEO } from "../ingest";
 import type { Logger } from "../log";
 import { PART_SECONDS } from "../hls";
@@ -236,10 +237,13 @@ export class SessionRuns {
     const thumbnailFile = path.join(info.hlsDir, THUMBNAIL_FILE);
     // A run that decodes nothing to take pictures from (or copies rungs from several inputs: see
     // liveArgs.ts) gets its thumbnail taken when one is asked for.
+    // One per session, whatever its runs: a still in flight when a run replaces another is the
+    // one the next viewer waits for, not a second process beside it.
     const keepsThumbnail = !packagesSource && trackInputs(info.renditions).length === 0;
-    hls.stills = keepsThumbnail
-      ? undefined
-      : new LiveStills({ ffmpegPath: runtime.ffmpegPath, registry: runtime.registry, log: this.d.log, output: thumbnailFile, input: { format, feed: (into) => runtime.readSource(info.streamId, into, format) } });
+    const stillInput = { format, feed: (into: Writable) => runtime.readSource(info.streamId, into, format) };
+    if (keepsThumbnail) hls.stills = undefined;
+    else if (hls.stills) hls.stills.readFrom(stillInput);
+    else hls.stills = new LiveStills({ ffmpegPath: runtime.ffmpegPath, registry: runtime.registry, log: this.d.log, output: thumbnailFile, input: stillInput });
     const options: LivePipelineOptions = {
       ffmpegPath: runtime.ffmpegPath,
       input: {

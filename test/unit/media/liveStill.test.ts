@@ -74,4 +74,46 @@ describe("LiveStills", () => {
     expect(fs.existsSync(output)).toBe(false);
     expect(registry.size).toBe(0);
   });
+
+  it("a still that failed is not tried again for THUMBNAIL_SECONDS, however often viewers ask", async () => {
+    const output = path.join(dir, "failing.jpg");
+    let now = Date.now();
+    let tries = 0;
+    const garbage = { format: "flv" as const, feed: (into: Writable) => (tries++, into.end(Buffer.from("not a video")), () => undefined) };
+    const registry = new ProcessRegistry();
+    const stills = new LiveStills({ ffmpegPath: FFMPEG, registry, log: createLogger("silent"), output, input: garbage, now: () => now });
+    for (let i = 0; i < 5; i++) await stills.fresh();
+    expect(tries).toBe(1);
+    now += 2001;
+    await stills.fresh();
+    expect(tries).toBe(2);
+    expect(registry.size).toBe(0);
+  });
+
+  it("a feed that throws leaves no process running", async () => {
+    const registry = new ProcessRegistry();
+    const throwing = { format: "flv" as const, feed: (): (() => void) => { throw new Error("no source"); } };
+    const stills = new LiveStills({ ffmpegPath: FFMPEG, registry, log: createLogger("silent"), output: path.join(dir, "thrown.jpg"), input: throwing });
+    await stills.fresh();
+    expect(registry.size).toBe(0);
+  }, 10_000);
+
+  it("a new run's input is read by the next still: the one in flight is the one waited for", async () => {
+    const output = path.join(dir, "runs.jpg");
+    let now = Date.now();
+    const reads: string[] = [];
+    const slow = { format: "flv" as const, feed: (into: Writable) => (reads.push("first"), setTimeout(() => into.end(flv), 100), () => undefined) };
+    const next = { format: "flv" as const, feed: (into: Writable) => (reads.push("second"), into.end(flv), () => undefined) };
+    const registry = new ProcessRegistry();
+    const stills = new LiveStills({ ffmpegPath: FFMPEG, registry, log: createLogger("silent"), output, input: slow, now: () => now });
+    const first = stills.fresh();
+    stills.readFrom(next);
+    expect(registry.size).toBe(1);
+    await Promise.all([first, stills.fresh()]);
+    expect(reads).toEqual(["first"]);
+    now = fs.statSync(output).mtimeMs + 3000;
+    await stills.fresh();
+    expect(reads).toEqual(["first", "second"]);
+    expect(registry.size).toBe(0);
+  });
 });
