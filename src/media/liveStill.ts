@@ -2,7 +2,7 @@ import fs from "node:fs";
 import type { Logger } from "../log";
 import type { PipeFormat } from "./liveArgs";
 import type { PipelineInput } from "./livePipeline";
-import { spawnSupervised, type ProcessRegistry } from "./supervisedProcess";
+import { spawnSupervised, type ProcessRegistry, type SupervisedProcess } from "./supervisedProcess";
 import { THUMBNAIL_SECONDS, thumbnailOutputArgs, thumbnailScale } from "./thumbnails";
 
 // The thumbnail of a session whose run decodes nothing it could take one from: a source packaged
@@ -48,6 +48,8 @@ export interface LiveStillsOptions {
 export class LiveStills {
   private taking: Promise<void> | undefined;
   private triedAt = -Infinity;
+  private child: SupervisedProcess | undefined;
+  private stopped = false;
   private input: LiveStillsOptions["input"];
 
   constructor(private readonly o: LiveStillsOptions) {
@@ -59,9 +61,16 @@ export class LiveStills {
     this.input = input;
   }
 
+  /** The session is over: a still in flight is killed (it would outlive it by up to 5 s), and no other starts. */
+  stop(): void {
+    this.stopped = true;
+    this.child?.kill();
+  }
+
   /** Resolves once the thumbnail is at most THUMBNAIL_SECONDS old, or a still could not be taken (logged). */
   fresh(): Promise<void> {
     if (this.taking) return this.taking;
+    if (this.stopped) return Promise.resolve();
     const now = this.now();
     if (this.age(now) <= THUMBNAIL_SECONDS * 1000 || now - this.triedAt < THUMBNAIL_SECONDS * 1000) return Promise.resolve();
     this.triedAt = now;
@@ -91,7 +100,7 @@ export class LiveStills {
 
   private async still(): Promise<void> {
     const { o, input } = this;
-    const child = spawnSupervised(o.registry, { command: o.ffmpegPath, args: buildLiveStillArgs(input.format, o.output), log: o.log, name: "ffmpeg still", inputPipe: true, tailLines: 5 });
+    const child = (this.child = spawnSupervised(o.registry, { command: o.ffmpegPath, args: buildLiveStillArgs(input.format, o.output), log: o.log, name: "ffmpeg still", inputPipe: true, tailLines: 5 }));
     // Armed before the feed: a feed that throws must not leave ffmpeg waiting on its stdin.
     const timer = setTimeout(() => child.kill(), STILL_TIMEOUT_MS);
     let stopFeed: () => void = () => undefined;
@@ -100,10 +109,12 @@ export class LiveStills {
     } catch (err) {
       child.kill();
       await child.ended;
+      this.child = undefined;
       clearTimeout(timer);
       throw err;
     }
     const end = await child.ended;
+    this.child = undefined;
     clearTimeout(timer);
     stopFeed();
     if (end.code !== 0) o.log.warn({ code: end.code, signal: end.signal, stderr: end.stderrTail.slice(-2) }, "a live thumbnail could not be taken");

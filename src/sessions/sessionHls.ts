@@ -74,6 +74,7 @@ export class SessionHls {
   /** Players find the session no more (suspended, deleted, ended). */
   unpublish(): void {
     this.o.liveHls.delete(this.o.info.playbackId, this.packager);
+    this.stills?.stop();
   }
 
   /** The session's end: waiting players get the ENDLIST; `then` runs once the last segments are on disk. */

@@ -116,4 +116,21 @@ describe("LiveStills", () => {
     expect(reads).toEqual(["first", "second"]);
     expect(registry.size).toBe(0);
   });
+
+  it("stop() at the session's end kills a still in flight and starts no other", async () => {
+    const registry = new ProcessRegistry();
+    // A publish that sends its header and then nothing: ffmpeg waits on it.
+    const stalled = { format: "flv" as const, feed: (into: Writable) => (into.write(flv.subarray(0, 13)), () => undefined) };
+    const stills = new LiveStills({ ffmpegPath: FFMPEG, registry, log: createLogger("silent"), output: path.join(dir, "stopped.jpg"), input: stalled });
+    const started = Date.now();
+    const taking = stills.fresh();
+    expect(registry.size).toBe(1);
+    stills.stop();
+    await taking;
+    // Well before the 5 s a still is given.
+    expect(Date.now() - started).toBeLessThan(3000);
+    expect(registry.size).toBe(0);
+    await stills.fresh();
+    expect(registry.size).toBe(0);
+  }, 10_000);
 });
