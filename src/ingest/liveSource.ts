@@ -56,6 +56,8 @@ export function dataMessage(timestamp: number, name: string, values: Amf0Value[]
 /** What a reader joining on one video track is handed first: its decoder configuration and its group of pictures (with the audio). */
 interface TrackCache {
   videoHeader: RelayedMedia | undefined;
+  /** What the header says (codec, size), read once when it comes: publisher stats ask often. */
+  facts: SourceTrack | undefined;
   gop: RelayedMedia[];
   gopBytes: number;
 }
@@ -66,7 +68,7 @@ export class LiveSource {
   private metadata: RelayedMedia | undefined;
   private audioHeader: RelayedMedia | undefined;
   /** By video track: the default (0), and each other track of an encoder's ladder. */
-  private readonly tracks = new Map<number, TrackCache>([[0, { videoHeader: undefined, gop: [], gopBytes: 0 }]]);
+  private readonly tracks = new Map<number, TrackCache>([[0, { videoHeader: undefined, facts: undefined, gop: [], gopBytes: 0 }]]);
   private readonly members = new Set<SourceReader>();
   private ended = false;
 
@@ -121,7 +123,7 @@ export class LiveSource {
 
   /** The video tracks seen so far: 0, then each other track of an encoder's ladder that sent its configuration. */
   get videoTracks(): SourceTrack[] {
-    return [...this.tracks].filter(([id, t]) => id === 0 || t.videoHeader !== undefined).map(([id, t]) => sourceTrack(id, t.videoHeader?.body));
+    return [...this.tracks].filter(([id, t]) => id === 0 || t.videoHeader !== undefined).map(([id, t]) => t.facts ?? { id });
   }
 
   private remember(media: RelayedMedia): void {
@@ -133,8 +135,11 @@ export class LiveSource {
       return;
     }
     let track = this.tracks.get(trackOf(media));
-    if (!track) this.tracks.set(trackOf(media), (track = { videoHeader: undefined, gop: [], gopBytes: 0 }));
-    if (isVideoSequenceHeader(media.body)) track.videoHeader = media;
+    if (!track) this.tracks.set(trackOf(media), (track = { videoHeader: undefined, facts: undefined, gop: [], gopBytes: 0 }));
+    if (isVideoSequenceHeader(media.body)) {
+      track.videoHeader = media;
+      track.facts = sourceTrack(trackOf(media), media.body);
+    }
     else keep(track, media, isVideoKeyframe(media.body));
   }
 }
