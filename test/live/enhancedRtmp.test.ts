@@ -116,6 +116,25 @@ async function probeFile(bytes: Buffer): Promise<{ width: number }> {
   }
 }
 
+/** The master playlist's variant lines (#EXT-X-STREAM-INF), in order. */
+async function variantLines(playbackId: string): Promise<string[]> {
+  const master = await (await fetch(`http://127.0.0.1:${fx.t.server.port}/hls/${playbackId}/index.m3u8`)).text();
+  return master.split("\n").filter((l) => l.startsWith("#EXT-X-STREAM-INF:"));
+}
+
+/** The sizes of the 3-track ladder the multitrack tests publish, top first. */
+const LADDER_SIZES = [
+  { width: 640, height: 360 },
+  { width: 480, height: 270 },
+  { width: 320, height: 180 },
+];
+
+/** `seconds` of that ladder as OBS's enhanced broadcasting sends it (track 0 the top one). */
+async function threeTrackLadder(seconds: number): Promise<EnhancedStream> {
+  const [top, ...others] = await Promise.all(LADDER_SIZES.map((size) => enhancedFrames("avc1", seconds, { size })));
+  return multitrackLadder(top!, others);
+}
+
 async function livePlayback(stream: { id: string; playbackId: string }): Promise<void> {
   await waitFor("the stream live", async () => (await api("GET", `/stream/${stream.id}`)).body.isActive, 30_000);
   await waitFor("the master playlist", async () => (await fetch(`http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}/index.m3u8`)).status === 200, 30_000);
@@ -216,20 +235,14 @@ describe("Enhanced RTMP publishers", () => {
   }, 60_000);
 
   it("a 3-track multitrack ladder to a stream without profiles: three renditions as sent, no ffmpeg, each its own size", async () => {
-    const sizes = [
-      { width: 640, height: 360 },
-      { width: 480, height: 270 },
-      { width: 320, height: 180 },
-    ];
-    const [top, ...others] = await Promise.all(sizes.map((size) => enhancedFrames("avc1", 8, { size })));
-    const encoded = multitrackLadder(top!, others);
+    const sizes = LADDER_SIZES;
+    const encoded = await threeTrackLadder(8);
     const stream = (await api("POST", "/stream", { name: "erTMP multitrack ladder", profiles: [] })).body;
     await publishWhile(stream.streamKey, encoded, async () => {
       await livePlayback(stream);
       expect(fx.t.server.processes.size).toBe(0);
       const base = `http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}`;
-      const master = await (await fetch(`${base}/index.m3u8`)).text();
-      const variants = master.split("\n").filter((l) => l.startsWith("#EXT-X-STREAM-INF:"));
+      const variants = await variantLines(stream.playbackId);
       expect(variants).toHaveLength(3);
       sizes.forEach((size, i) => expect(variants[i]).toMatch(new RegExp(`RESOLUTION=${size.width}x${size.height}.*CODECS="avc1\\.[0-9a-f]{6},mp4a\\.40\\.2"`)));
       // Each rendition is its own track's pictures: a decoder finds that track's size in it.
@@ -245,19 +258,13 @@ describe("Enhanced RTMP publishers", () => {
   }, 90_000);
 
   it("a 3-track ladder to a stream with profiles: the rungs the encoder sent are copied, only the missing one is encoded", async () => {
-    const sizes = [
-      { width: 640, height: 360 },
-      { width: 480, height: 270 },
-      { width: 320, height: 180 },
-    ];
-    const [top, ...others] = await Promise.all(sizes.map((size) => enhancedFrames("avc1", 12, { size })));
     const profiles = [
       { name: "360p", width: 640, height: 360, fps: 30, bitrate: 900_000 },
       { name: "270p", width: 480, height: 270, fps: 30, bitrate: 500_000 },
       { name: "144p", width: 256, height: 144, fps: 30, bitrate: 150_000 },
     ];
     const stream = (await api("POST", "/stream", { name: "erTMP ladder with profiles", profiles })).body;
-    await publishWhile(stream.streamKey, multitrackLadder(top!, others), async () => {
+    await publishWhile(stream.streamKey, await threeTrackLadder(12), async () => {
       await livePlayback(stream);
       // One ffmpeg, one encode: the 144p rung; 360p and 270p are the encoder's own tracks.
       const pids = fx.t.server.processes.pids();
@@ -266,10 +273,9 @@ describe("Enhanced RTMP publishers", () => {
       expect(argv.filter((a) => a === "libx264")).toHaveLength(1);
       expect(argv).toContain("-copyts");
       const base = `http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}`;
-      const master = await (await fetch(`${base}/index.m3u8`)).text();
-      const variants = master.split("\n").filter((l) => l.startsWith("#EXT-X-STREAM-INF:"));
+      const variants = await variantLines(stream.playbackId);
       expect(variants).toHaveLength(3);
-      const expected = [...sizes.slice(0, 2), { width: 256, height: 144 }];
+      const expected = [...LADDER_SIZES.slice(0, 2), { width: 256, height: 144 }];
       expected.forEach((size, i) => expect(variants[i]).toContain(`RESOLUTION=${size.width}x${size.height}`));
       for (const [i, size] of expected.entries()) {
         const { streams } = await probe(`${base}/${i}/index.m3u8`);
@@ -320,8 +326,7 @@ describe("Enhanced RTMP publishers", () => {
     await publishWhile(stream.streamKey, { ...ladder, messages: silent }, async () => {
       await livePlayback(stream);
       const base = `http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}`;
-      const master = await (await fetch(`${base}/index.m3u8`)).text();
-      expect(master.split("\n").filter((l) => l.startsWith("#EXT-X-STREAM-INF:"))).toEqual([expect.stringContaining("RESOLUTION=640x360")]);
+      expect(await variantLines(stream.playbackId)).toEqual([expect.stringContaining("RESOLUTION=640x360")]);
       checkStrict(await (await fetch(`${base}/0/index.m3u8`)).text());
       expect((await fetch(`${base}/1/index.m3u8`)).status).toBe(404);
       expect((await api("GET", `/stream/${stream.id}`)).body.issues).toContainEqual(expect.stringContaining("announced renditions that send no frames (source track 1)"));
@@ -331,8 +336,7 @@ describe("Enhanced RTMP publishers", () => {
   it("a publisher that comes back inside the reconnect window with another ladder gets a new session, with renditions of its own", async () => {
     const [top, other, single] = await Promise.all([enhancedFrames("avc1", 4, { size: { width: 640, height: 360 } }), enhancedFrames("avc1", 4), enhancedFrames("avc1", 6)]);
     const stream = (await api("POST", "/stream", { name: "erTMP ladder change", profiles: [], reconnectWindow: 30 })).body;
-    const base = `http://127.0.0.1:${fx.t.server.port}/hls/${stream.playbackId}`;
-    const variants = async () => (await (await fetch(`${base}/index.m3u8`)).text()).split("\n").filter((l) => l.startsWith("#EXT-X-STREAM-INF:")).length;
+    const variants = async () => (await variantLines(stream.playbackId)).length;
     await publishWhile(stream.streamKey, multitrackLadder(top!, [other!]), async () => {
       await livePlayback(stream);
       expect(await variants()).toBe(2);
