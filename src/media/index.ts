@@ -3,7 +3,8 @@ export { ProcessRegistry, reapLeftovers, spawnSupervised, type ProcessEnd, type 
 export { loadLadder, renditionLadder } from "./ladder";
 export { AUDIO_BITRATE, LivePipeline, type LivePipelineOptions, type PipelineInput, type RealtimeTap } from "./livePipeline";
 export { PackagingRun, type PackagingRunOptions, type SourceForm } from "./packagingRun";
-export { buildLiveArgs, OPUS_BITRATE, realtimeVideoFd, renditionFd, trackInputs, type PipeFormat } from "./liveArgs";
+export { buildLiveArgs, OPUS_BITRATE, realtimeVideoFd, renditionFd, trackInputs, type OpusRoute, type PipeFormat } from "./liveArgs";
+export { buildOpusArgs, OpusEncoder, type OpusEncoderOptions } from "./opusEncoder";
 export { endPlaylists, HlsFiles, variantDir, variantPlaylist, writeAtomically, type StoredSegment } from "./hlsFiles";
 export { buildMasterPlaylist, parseMediaPlaylist, withEndlist } from "./playlists";
 export { buildStillArgs, stillAt, THUMBNAIL_FILE, THUMBNAIL_SECONDS, THUMBNAIL_WIDTH } from "./thumbnails";

@@ -24,7 +24,7 @@ export interface LiveArgsInput {
    * frame as it is encoded, and the audio encoded once more, to Opus, sent as RTP to
    * `audio.port` on loopback with `audio.ssrc` (when the source has audio). Undefined: HLS only.
    */
-  realtime?: { audio: { port: number; ssrc: number } | undefined };
+  realtime?: { audio: OpusRoute | undefined };
 }
 
 /** Rendition i's fragmented MP4 goes to this fd: 3, 4, … (0-2 are stdin, the progress lines, the log). */
@@ -46,6 +46,21 @@ export const trackInputFd = (j: number, renditions: number, realtime: boolean) =
 
 /** The Opus bit rate of WebRTC playback's audio: transparent for stereo speech and music. */
 export const OPUS_BITRATE = 96_000;
+
+/** Where WebRTC playback's Opus goes: RTP on loopback to `port`, told apart from other sessions' by `ssrc`. */
+export interface OpusRoute {
+  port: number;
+  ssrc: number;
+}
+
+/** The Opus output of WebRTC playback (of the audio mapped before it): 20 ms packets, as WebRTC expects. */
+export function opusRtpOutput(audio: OpusRoute): string[] {
+  return [
+    "-c:a", "libopus", "-b:a", String(OPUS_BITRATE), "-ar", "48000", "-ac", "2", "-frame_duration", "20",
+    // ffmpeg takes the SSRC as a signed 32-bit option: the same bits on the wire.
+    "-ssrc", String(audio.ssrc | 0), "-f", "rtp", `rtp://127.0.0.1:${audio.port}?pkt_size=1200`,
+  ];
+}
 
 /**
  * One ffmpeg for a live session: decode once, `split` into the ladder (or copy the source),
@@ -163,11 +178,7 @@ export function buildLiveArgs(o: LiveArgsInput): string[] {
   if (o.realtime?.audio) {
     // One Opus encode for every viewer, 20 ms packets, as WebRTC expects; RTP on loopback to a
     // socket every session's pipeline shares, which tells them apart by SSRC.
-    args.push(
-      "-map", "0:a:0", "-c:a", "libopus", "-b:a", String(OPUS_BITRATE), "-ar", "48000", "-ac", "2", "-frame_duration", "20",
-      // ffmpeg takes the SSRC as a signed 32-bit option: the same bits on the wire.
-      "-ssrc", String(o.realtime.audio.ssrc | 0), "-f", "rtp", `rtp://127.0.0.1:${o.realtime.audio.port}?pkt_size=1200`,
-    );
+    args.push("-map", "0:a:0", ...opusRtpOutput(o.realtime.audio));
   }
   if (thumbnail) args.push("-map", "[thumb]", ...thumbnailOutputArgs(o.thumbnailFile!));
   return args;

@@ -22,6 +22,11 @@ export interface PackagingRunOptions {
   /** The publish as parts, one input per rendition (its video track, with the audio). */
   inputs: Omit<PipelineInput, "format">[];
   packager: LivePackager;
+  /**
+   * A reader of the publish as FLV beside the packager (WebRTC playback's frames): fed as long
+   * as the run goes, stopped with it; its failures are its own, never the run's.
+   */
+  frames?: { feed(into: Writable): () => void; write(chunk: Buffer): void; stop(): void };
   /** Every rendition has a complete segment from this run: once per run. */
   onPlayable(): void;
   /** A part the packager refused (a malformed stream), or a callback that threw. */
@@ -65,6 +70,21 @@ export class PackagingRun {
       sink.on("error", () => undefined);
       this.stopFeeds.push(input.feed(sink));
     });
+    const frames = this.o.frames;
+    if (frames) {
+      const sink = new Writable({
+        write: (chunk: Buffer, _encoding, callback) => {
+          try {
+            frames.write(chunk);
+          } catch (err) {
+            this.o.log.warn({ err }, "a reader beside the packager failed; the run goes on");
+          }
+          callback();
+        },
+      });
+      sink.on("error", () => undefined);
+      this.stopFeeds.push(frames.feed(sink), () => frames.stop());
+    }
   }
 
   private take(run: PackagerRun, index: number, chunk: Buffer): void {

@@ -1,9 +1,10 @@
 import type { Logger } from "../log";
 import type { RealtimeTap } from "../media";
-import { FlvReader, FlvTagType } from "../rtmp";
+import { FlvReader, FlvTagType, type FlvTag } from "../rtmp";
 import type { Rendition } from "../shapes";
 import { randomSsrc, type RtpPacket } from "../webrtc";
 import { readFlvVideo, webrtcFrame, type AvcConfig } from "./avc";
+import { SourceFrames, type SourceTap, type StartOpus } from "./sourceFrames";
 
 // A live session's frames for WebRTC playback: each encoded rendition's H.264 as its ffmpeg
 // writes it (FLV, one tag per frame), the Opus audio as RTP. It outlives a pipeline run, as the
@@ -91,7 +92,10 @@ export class LiveFeed {
       return () => undefined;
     }
     this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    this.run?.onViewers?.(this.listeners.size);
+    return () => {
+      if (this.listeners.delete(listener)) this.run?.onViewers?.(this.listeners.size);
+    };
   }
 
   get viewers(): number {
@@ -113,6 +117,28 @@ export class LiveFeed {
 
   /** The tap for the next pipeline run; `hasAudio`: the source has audio to encode. */
   startRun(hasAudio: boolean): RealtimeTap {
+    const run = this.nextRun();
+    const audio = hasAudio && this.audio ? { port: this.audio.port, ssrc: randomSsrc() } : undefined;
+    if (audio) this.audio!.route(audio.ssrc, (p) => run.audioPacket(p));
+    run.onStop = () => audio && this.audio!.unroute(audio.ssrc);
+    return { audio, video: (index, chunk) => run.videoChunk(index, chunk) };
+  }
+
+  /**
+   * The next run packages the source as sent, and its H.264 is what viewers get: the publish
+   * as FLV goes to the returned tap. `opus` starts an encoder of its audio while someone
+   * watches (undefined: no audio, or no Opus encoder on this node).
+   */
+  startSourceRun(opus: StartOpus | undefined): SourceTap {
+    const run = this.nextRun();
+    const frames = new SourceFrames(run, opus && this.audio ? { start: opus, routes: this.audio } : undefined, this.log);
+    run.onStop = () => frames.stop();
+    run.onViewers = (n) => frames.viewers(n);
+    frames.viewers(this.listeners.size);
+    return frames;
+  }
+
+  private nextRun(): FeedRun {
     this.run?.stop();
     this.noFrames = undefined;
     // As much later as the wall clock says (at least RUN_GAP_SECONDS): a player's jitter buffer
@@ -121,10 +147,7 @@ export class LiveFeed {
     const run = new FeedRun(this, this.runBase, this.log);
     this.run = run;
     this.lost.clear();
-    const audio = hasAudio && this.audio ? { port: this.audio.port, ssrc: randomSsrc() } : undefined;
-    if (audio) this.audio!.route(audio.ssrc, (p) => run.audioPacket(p));
-    run.onStop = () => audio && this.audio!.unroute(audio.ssrc);
-    return { audio, video: (index, chunk) => run.videoChunk(index, chunk) };
+    return run;
   }
 
   /** The session is over: viewers are told, the audio route goes. */
@@ -167,10 +190,12 @@ export class LiveFeed {
 }
 
 /** One pipeline run's readers: FLV per rendition, the first audio timestamp. */
-class FeedRun {
+export class FeedRun {
   onStop: (() => void) | undefined;
+  /** The feed's viewers are now this many (a run that encodes for them on demand listens). */
+  onViewers: ((viewers: number) => void) | undefined;
   private readonly readers = new Map<number, { flv: FlvReader; config: AvcConfig | undefined; broken: boolean }>();
-  private firstAudioTs: number | undefined;
+  private firstAudio: AudioStart | undefined;
   private stopped = false;
 
   constructor(
@@ -185,20 +210,33 @@ class FeedRun {
     this.onStop?.();
   }
 
+  /** Rendition `index`'s video as FLV bytes (its encoder's output), its timestamps from the run's zero. */
   videoChunk(index: number, chunk: Buffer): void {
-    let reader = this.readers.get(index);
-    if (!reader) this.readers.set(index, (reader = { flv: new FlvReader(), config: undefined, broken: false }));
+    const reader = this.reader(index);
+    if (this.stopped || reader.broken) return;
+    let tags: FlvTag[];
+    try {
+      tags = reader.flv.push(chunk);
+    } catch (err) {
+      return this.unreadable(index, err);
+    }
+    this.videoTags(index, tags, 0);
+  }
+
+  /** Rendition `index`'s FLV video tags (others are skipped), `originMs` being the run's zero on their clock. */
+  videoTags(index: number, tags: readonly FlvTag[], originMs: number): void {
+    const reader = this.reader(index);
     if (this.stopped || reader.broken) return;
     // Read first, then hand on: a listener's failure is not the pipe's.
     const frames: { frame: VideoFrame; seconds: number; reordered: boolean }[] = [];
     let unreadable: unknown;
     try {
-      for (const tag of reader.flv.push(chunk)) {
+      for (const tag of tags) {
         if (tag.type !== FlvTagType.video) continue;
         const video = readFlvVideo(tag.data);
         if (video?.kind === "config") reader.config = video.config;
         else if (video?.kind === "frame" && reader.config) {
-          const seconds = this.base + (tag.timestamp + video.compositionMs) / 1000;
+          const seconds = this.base + (tag.timestamp - originMs + video.compositionMs) / 1000;
           const data = webrtcFrame(video.nalus, reader.config, video.keyframe);
           frames.push({ frame: { rendition: index, timestamp: Math.round(seconds * 90_000), keyframe: video.keyframe, data }, seconds, reordered: video.compositionMs !== 0 });
         }
@@ -207,21 +245,42 @@ class FeedRun {
       unreadable = err;
     }
     for (const f of frames) this.feed.emitVideo(f.frame, f.seconds, f.reordered);
-    if (unreadable !== undefined) {
-      // WebRTC playback of this rendition stops for the run; HLS, fed by its own pipe, goes on.
-      // Its viewers move to another rendition at its next keyframe (or end and fall back to HLS).
-      reader.broken = true;
-      this.log.warn({ err: unreadable, rendition: index }, "WebRTC playback: a rendition's frames could not be read; its viewers move to another rendition");
-      this.feed.loseRendition(index);
-    }
+    if (unreadable !== undefined) this.unreadable(index, unreadable);
   }
 
-  audioPacket(p: RtpPacket): void {
-    if (this.stopped) return;
-    this.firstAudioTs ??= p.timestamp;
-    // Unsigned 32-bit distance from the run's first packet: RTP timestamps wrap.
-    const samples = (p.timestamp - this.firstAudioTs) >>> 0;
-    const seconds = this.base + samples / 48_000;
-    this.feed.emitAudio({ timestamp: Math.round(this.base * 48_000) + samples, data: p.payload }, seconds);
+  private reader(index: number): { flv: FlvReader; config: AvcConfig | undefined; broken: boolean } {
+    let reader = this.readers.get(index);
+    if (!reader) this.readers.set(index, (reader = { flv: new FlvReader(), config: undefined, broken: false }));
+    return reader;
   }
+
+  /** A rendition's frames cannot be read: none of its frames come for the rest of the run. */
+  unreadable(index: number, err: unknown): void {
+    // WebRTC playback of this rendition stops for the run; HLS, fed by its own pipe, goes on.
+    // Its viewers move to another rendition at its next keyframe (or end and fall back to HLS).
+    this.reader(index).broken = true;
+    this.log.warn({ err, rendition: index }, "WebRTC playback: a rendition's frames could not be read; its viewers move to another rendition");
+    this.feed.loseRendition(index);
+  }
+
+  /** An Opus packet of the run's own encoder, whose first packet is at the run's zero. */
+  audioPacket(p: RtpPacket): void {
+    this.firstAudio ??= { rtp: p.timestamp, seconds: 0 };
+    this.audioFrom(this.firstAudio, p);
+  }
+
+  /** An Opus packet of an encoder whose packet `first.rtp` is `first.seconds` after the run's zero. */
+  audioFrom(first: AudioStart, p: RtpPacket): void {
+    if (this.stopped) return;
+    // Unsigned 32-bit distance from the first packet: RTP timestamps wrap.
+    const samples = (p.timestamp - first.rtp) >>> 0;
+    const start = this.base + first.seconds;
+    this.feed.emitAudio({ timestamp: Math.round(start * 48_000) + samples, data: p.payload }, start + samples / 48_000);
+  }
+}
+
+/** Where an Opus encoder's packets start: its first packet's RTP timestamp, that many seconds after the run's zero. */
+export interface AudioStart {
+  rtp: number;
+  seconds: number;
 }

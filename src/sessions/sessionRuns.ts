@@ -3,10 +3,11 @@ import type { Writable } from "node:stream";
 import { PASSTHROUGH_VIDEO } from "../ingest";
 import type { Logger } from "../log";
 import { PART_SECONDS } from "../hls";
-import type { LiveFeed } from "../realtime";
+import type { LiveFeed, StartOpus } from "../realtime";
 import {
   LivePipeline,
   LiveStills,
+  OpusEncoder,
   PackagingRun,
   PIPELINE_SCHEDULE,
   RestartLoop,
@@ -14,6 +15,7 @@ import {
   THUMBNAIL_FILE,
   trackInputs,
   type LivePipelineOptions,
+  type PackagingRunOptions,
   type PipeFormat,
   type ProcessEnd,
 } from "../media";
@@ -65,19 +67,24 @@ export interface RunForm {
 
 /**
  * FLV carries H.264 only: HEVC and AV1 sources come as fragmented MP4 (its codec is known by
- * now: the ingest starts a publish on its first video tag). Passed through, they need no
+ * now: the ingest starts a publish on its first video tag). Passed through, no source needs
  * ffmpeg at all, and neither does an encoder's own ladder: the ingest writes them as LL-HLS
- * parts for the packager.
+ * parts for the packager. The form is then what a still (a thumbnail) reads.
  */
 export function runForm(codec: string | undefined, renditions: readonly Rendition[]): RunForm {
   const format: PipeFormat = codec === undefined || codec === PASSTHROUGH_VIDEO ? "flv" : "mp4";
-  return { format, packagesSource: passesThrough(renditions) && (format === "mp4" || renditions.length > 1) };
+  return { format, packagesSource: passesThrough(renditions) && (codec !== undefined || renditions.length > 1) };
 }
 
-/** What a WebRTC viewer of a source packaged as sent is told: it carries H.264 from the server's own encoder only. */
+/** Whether WebRTC viewers of a source packaged as sent get its own frames: H.264 (what WebRTC players decode), one track. */
+export function sourceFramesPlay(form: RunForm, renditions: number): boolean {
+  return form.packagesSource && form.format === "flv" && renditions === 1;
+}
+
+/** What a WebRTC viewer of a source packaged as sent is told when it cannot play its frames. */
 export function noWebrtcReason(renditions: number, codec: string | undefined): string {
   const what = renditions > 1 ? "its encoder's own renditions (multitrack)" : `its ${codec ?? "source"} video`;
-  return `this stream plays ${what} as sent, over HLS only: WebRTC playback carries the server's H.264 ladder (give the stream profiles for it)`;
+  return `this stream plays ${what} as sent, over HLS only: WebRTC playback carries H.264 from a single-track source or from the server's ladder (give the stream profiles for it)`;
 }
 
 /**
@@ -230,7 +237,8 @@ export class SessionRuns {
     const publisherId = host.publisherId();
     const stats = publisherId !== undefined ? runtime.publisherStats(publisherId) : undefined;
     const codec = stats?.videoCodec;
-    const { format, packagesSource } = runForm(codec, info.renditions);
+    const form = runForm(codec, info.renditions);
+    const { format, packagesSource } = form;
     this.runReadsMp4 = format === "mp4" || packagesSource;
     this.changesAtStart = stats?.configChanges;
     // Beside the playlists: served at /hls/<playbackId>/thumbnail.jpg, left there when the session ends.
@@ -270,11 +278,16 @@ export class SessionRuns {
       // A run already superseded cannot fail the one that replaced it.
       onFault: (err) => (pipeline === this.pipeline ? host.fault(err) : this.d.log.warn({ err }, "a superseded pipeline run failed")),
     };
-    if (packagesSource) feed?.runWithoutFrames(noWebrtcReason(info.renditions.length, codec));
+    const ownFrames = feed && sourceFramesPlay(form, info.renditions.length) ? this.sourceFrames(feed, stats?.hasAudio === true) : undefined;
+    if (packagesSource && !ownFrames) feed?.runWithoutFrames(noWebrtcReason(info.renditions.length, codec));
     const pipeline: LivePipelineRun = runtime.pipelines
       ? runtime.pipelines(options)
       : packagesSource
-        ? new PackagingRun({ ...options, inputs: info.renditions.map((r) => ({ name: info.streamId, feed: (into) => runtime.readSource(info.streamId, into, "parts", r.track) })) })
+        ? new PackagingRun({
+            ...options,
+            inputs: info.renditions.map((r) => ({ name: info.streamId, feed: (into) => runtime.readSource(info.streamId, into, "parts", r.track) })),
+            ...(ownFrames ? { frames: ownFrames } : {}),
+          })
         : new LivePipeline(options);
     this.pipeline = pipeline;
     try {
@@ -285,6 +298,17 @@ export class SessionRuns {
       return;
     }
     host.started();
+  }
+
+  /**
+   * WebRTC playback of a run that packages the source: the publish as FLV beside the packager,
+   * its frames as sent, its audio encoded to Opus while someone watches.
+   */
+  private sourceFrames(feed: LiveFeed, hasAudio: boolean): PackagingRunOptions["frames"] {
+    const { runtime, info, log } = this.d;
+    const startOpus: StartOpus = (audio) => new OpusEncoder({ ffmpegPath: runtime.ffmpegPath, registry: runtime.registry, log, audio });
+    const tap = feed.startSourceRun(hasAudio ? startOpus : undefined);
+    return { feed: (into) => runtime.readSource(info.streamId, into, "flv"), write: (chunk) => tap.write(chunk), stop: () => tap.stop() };
   }
 
   /**

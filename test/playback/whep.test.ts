@@ -266,6 +266,43 @@ describe("WHEP playback", () => {
   });
 });
 
+describe("WHEP playback of an H.264 source packaged as sent", () => {
+  const fx = useTestServer(SERVER_ENV);
+  const processes = () => fx.t.server.processes.size;
+
+  it("sends the publisher's own frames and Opus; the Opus encoder runs only while someone watches", async () => {
+    const stream = await liveStream(fx.api, fx.t.server.rtmpPort, { name: "whep source" });
+    // Live with no process of the server's: the ingest writes the packager's parts.
+    expect(processes()).toBe(0);
+
+    const v = await play(`http://127.0.0.1:${fx.t.server.port}/whep/${stream.playbackId}`);
+    expect(v.status).toBe(201);
+    expect(v.body).toMatch(/a=rtpmap:96 H264\/90000/);
+    expect(v.body).toMatch(/a=rtpmap:111 opus\/48000\/2/);
+    const video = await decodedWhen(v, "30 decoded frames", (frames) => frames.length >= 30);
+    expect(video.errors).toBe("");
+    expect(video.frames[0]!.pictType).toBe("I");
+    // The push's own size: nothing was encoded.
+    expect(video.frames.filter((f) => size(f) !== "640x360").map(size)).toEqual([]);
+    // One process while someone watches: the audio's Opus encoder.
+    expect(processes()).toBe(1);
+    await waitFor("a second of Opus", () => v.audioPackets() >= 50);
+    expect(await decodeOpus(v.opusPackets())).toEqual({ errors: "" });
+    expect((await v.state()).rendition.index).toBe(0);
+
+    // The last viewer gone, the encoder outlives it a while (OPUS_LINGER_MS), then stops.
+    expect(await stop(v)).toBe(200);
+    expect(processes()).toBe(1);
+    await waitFor("the Opus encoder to stop", () => processes() === 0, 20_000);
+
+    // A viewer coming later starts another, and hears audio again.
+    const again = await play(`http://127.0.0.1:${fx.t.server.port}/whep/${stream.playbackId}`);
+    expect(again.status).toBe(201);
+    await waitFor("Opus for the next viewer", () => again.audioPackets() >= 50);
+    expect(await decodeOpus(again.opusPackets())).toEqual({ errors: "" });
+  });
+});
+
 /**
  * The one UDP port of the shared-port server: below Linux's ephemeral range (32768-60999), where
  * the other suites' peers bind theirs, so nothing else of the run takes it.

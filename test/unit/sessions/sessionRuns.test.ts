@@ -1,5 +1,5 @@
 import type { Rendition } from "../../../src/shapes";
-import { afterRun, endedForNewConfiguration, noWebrtcReason, passesThrough, runForm, sameLadder } from "../../../src/sessions/sessionRuns";
+import { afterRun, endedForNewConfiguration, noWebrtcReason, passesThrough, runForm, sameLadder, sourceFramesPlay } from "../../../src/sessions/sessionRuns";
 
 // The decisions about a session's pipeline runs that need no process: which kind of run a
 // source gets, which publishers can continue a session, what follows a run's exit.
@@ -22,9 +22,9 @@ describe("a session's pipeline runs", () => {
   });
 
   it.each([
-    // A run before the codec is known, and H.264, read FLV; ffmpeg packages a single copied H.264 source.
+    // A run before the codec is known, and H.264, read FLV; a source copied is packaged as sent, whatever its codec.
     ["codec not known yet", undefined, source, { format: "flv", packagesSource: false }],
-    ["H.264 copied", "H.264", source, { format: "flv", packagesSource: false }],
+    ["H.264 copied", "H.264", source, { format: "flv", packagesSource: true }],
     ["H.264 transcoded", "H.264", transcoded, { format: "flv", packagesSource: false }],
     // FLV carries H.264 only.
     ["HEVC copied", "HEVC", source, { format: "mp4", packagesSource: true }],
@@ -66,7 +66,17 @@ describe("a session's pipeline runs", () => {
   ] as const)("noWebrtcReason(%i renditions, %s)", (renditions, codec, start) => {
     const reason = noWebrtcReason(renditions, codec);
     expect(reason.startsWith(start)).toBe(true);
-    expect(reason).toContain("WebRTC playback carries the server's H.264 ladder");
+    expect(reason).toContain("WebRTC playback carries H.264 from a single-track source or from the server's ladder");
+  });
+
+  it.each([
+    // Its own frames: H.264 (FLV), one track.
+    ["H.264 copied", "H.264", source, true],
+    ["HEVC copied", "HEVC", source, false],
+    ["an H.264 ladder", "H.264", ladder, false],
+    ["H.264 transcoded (the run's ffmpeg taps its encodes)", "H.264", transcoded, false],
+  ] as const)("sourceFramesPlay(%s)", (_, codec, renditions, expected) => {
+    expect(sourceFramesPlay(runForm(codec, renditions), renditions.length)).toBe(expected);
   });
 
   it.each([
