@@ -67,8 +67,8 @@ async function attemptLog(api: Api, hookId: string): Promise<{ eventId: string; 
 }
 
 /** A stream with record on, pushed to until it is active and `recordedSeconds` are recorded. */
-async function liveRecordedStream(f: Started, server: ServerProcess, api: Api, name: string, recordedSeconds = 3) {
-  const stream = (await api("POST", "/stream", { name, record: true })).body;
+async function liveRecordedStream(f: Started, server: ServerProcess, api: Api, name: string, recordedSeconds = 3, more: Record<string, unknown> = {}) {
+  const stream = (await api("POST", "/stream", { name, record: true, ...more })).body;
   expect(stream.id).toBeDefined();
   // Longer than the test needs: the fault, not the end of the push, ends the session.
   const push = pushTestStream(`${server.rtmpUrl}/${stream.streamKey}`, { seconds: 30 });
@@ -128,7 +128,8 @@ describe("server faults", () => {
     const steady = await hook("steady");
     const flaky = await hook("flaky");
 
-    const { stream, push } = await liveRecordedStream(f, first, api, "killed mid-recording");
+    // A profile: the run is an ffmpeg (a copied source is packaged with no process), left behind by the kill.
+    const { stream, push } = await liveRecordedStream(f, first, api, "killed mid-recording", 3, { profiles: [{ name: "180p", width: 320, height: 180, fps: 30, bitrate: 300_000 }] });
     await rx.waitFor(
       () =>
         ["stream.started", "recording.started"].every((e) => ackedNames(rx, steady).includes(e)) &&

@@ -200,7 +200,7 @@ describe("a pull's secrets", () => {
       expect(segments.requests.some((r) => r.path.endsWith(".ts") && r.headers["x-cdn-token"] === "HeaderSecret456")).toBe(true);
       expect(segments.requests.filter((r) => r.headers.cookie !== undefined || r.headers.authorization !== undefined)).toEqual([]);
       const pids = [...new Set([...children(), ...t.server.processes.pids()])];
-      expect(pids.length).toBeGreaterThanOrEqual(2); // the pull and the live pipeline
+      expect(pids.length).toBeGreaterThanOrEqual(1); // the pull (a copied source is packaged with no process)
       for (const pid of pids) {
         const line = cmdline(pid);
         expect(line).not.toBe("");
