@@ -2,7 +2,7 @@ import zlib from "node:zlib";
 import type { Rendition } from "../shapes";
 import { buildMasterPlaylist, type Variant } from "./master";
 import { Fmp4Splitter } from "./boxes";
-import { lastPartOf, renderMediaPlaylist, type RenditionReport } from "./playlist";
+import { canSkipUntilFor, lastPartOf, renderMediaPlaylist, type RenditionReport } from "./playlist";
 import { RenditionTrack, type HlsSegment, type RunClock } from "./track";
 
 // A live session's HLS, from the fragmented MP4 its ffmpeg writes (one pipe per rendition) to
@@ -27,6 +27,8 @@ export interface PackagerOptions {
   audioBitrate: number;
   /** The first media sequence number (see firstMsnFor); 1 when unsaid. */
   firstMsn?: number;
+  /** Live DVR: playlists list this many seconds back, and offer delta updates; 0 or unsaid: off. */
+  dvrSeconds?: number;
   /**
    * ffmpeg cuts fragments on an exact part grid (`-movflags cmaf`); false: an old ffmpeg whose
    * first part runs up to a frame long, so PART-TARGET gets a frame of room.
@@ -105,6 +107,12 @@ export function renditionsPlayable(segments: readonly number[]): boolean {
 
 const FILE = /^(.+)_(?:(p)?(\d{1,12})\.m4s|init(\d{1,6})\.mp4)$/;
 
+interface Rendered {
+  version: number;
+  text: string;
+  gzip?: Buffer;
+}
+
 interface Waiter {
   ready: () => boolean;
   resolve: (ok: boolean) => void;
@@ -128,7 +136,8 @@ export class LivePackager {
   private run: { ended: boolean; end(): void } | undefined;
   /** Bumped on every change: a rendered playlist is good while it stands. */
   private version = 0;
-  private readonly rendered: ({ version: number; text: string; gzip?: Buffer } | undefined)[];
+  /** Per rendition, the whole playlist and the delta update (`_HLS_skip`), each made once per change. */
+  private readonly rendered: { whole?: Rendered; delta?: Rendered }[];
   /** Complete segments each playlist lists: the setting, and never under three target durations (RFC 8216 §6.2.2). */
   readonly windowSegments: number;
 
@@ -144,10 +153,11 @@ export class LivePackager {
           uriPrefix: o.uriPrefix,
           fixedGop: o.renditions.every((r) => r.encode),
           ...(o.firstMsn !== undefined ? { firstMsn: o.firstMsn } : {}),
+          ...(o.dvrSeconds ? { dvrSeconds: o.dvrSeconds } : {}),
         }),
     );
     this.waiters = o.renditions.map(() => new Set());
-    this.rendered = o.renditions.map(() => undefined);
+    this.rendered = o.renditions.map(() => ({}));
     this.partTargetSeconds = nominalPartTarget(o.renditions, o.exactParts !== false);
   }
 
@@ -305,25 +315,33 @@ export class LivePackager {
     return this.isAnnounced ? this.master() : undefined;
   }
 
+  /** CAN-SKIP-UNTIL: offered with a DVR window, whose playlists are long enough for delta updates to matter. */
+  get canSkipUntil(): number | undefined {
+    return this.o.dvrSeconds ? canSkipUntilFor(this.targetDuration) : undefined;
+  }
+
   /**
    * Rendition `index`'s live playlist (and its gzip, made once per change however many players
-   * ask); undefined before its first segment.
+   * ask); undefined before its first segment. `skip`: the delta update, where one is offered.
    */
-  mediaPlaylistWithGzip(index: number): { text: string; gzip: Buffer } | undefined {
-    const cached = this.rendered[index];
+  mediaPlaylistWithGzip(index: number, skip = false): { text: string; gzip: Buffer } | undefined {
+    const kind = skip && this.canSkipUntil !== undefined ? "delta" : "whole";
+    const cached = this.rendered[index]?.[kind];
     if (cached?.version === this.version && cached.gzip) return { text: cached.text, gzip: cached.gzip };
-    const text = this.mediaPlaylist(index);
+    const text = this.mediaPlaylist(index, skip);
     if (text === undefined) return undefined;
     const gzip = zlib.gzipSync(text, { level: 1 });
-    this.rendered[index] = { version: this.version, text, gzip };
+    this.rendered[index]![kind] = { version: this.version, text, gzip };
     return { text, gzip };
   }
 
-  /** Rendition `index`'s live playlist; undefined before its first segment. */
-  mediaPlaylist(index: number): string | undefined {
+  /** Rendition `index`'s live playlist (`skip`: the delta update, where one is offered); undefined before its first segment. */
+  mediaPlaylist(index: number, skip = false): string | undefined {
     const track = this.tracks[index];
     if (!track || (track.lastCompleteMsn === 0 && !track.ended)) return undefined;
-    const cached = this.rendered[index];
+    const canSkipUntil = this.canSkipUntil;
+    const kind = skip && canSkipUntil !== undefined ? "delta" : "whole";
+    const cached = this.rendered[index]![kind];
     if (cached?.version === this.version) return cached.text;
     const partTarget = this.o.lowLatency ? this.partTarget : undefined;
     const reports: RenditionReport[] = [];
@@ -331,8 +349,13 @@ export class LivePackager {
       const last = j === index ? undefined : lastPartOf(other);
       if (last) reports.push({ uri: `../${this.o.renditions[j]!.index}/index.m3u8`, ...last });
     });
-    const text = renderMediaPlaylist(track, { targetDuration: this.targetDuration, ...(partTarget !== undefined ? { partTarget } : {}), reports });
-    this.rendered[index] = { version: this.version, text };
+    const text = renderMediaPlaylist(track, {
+      targetDuration: this.targetDuration,
+      ...(partTarget !== undefined ? { partTarget } : {}),
+      ...(canSkipUntil !== undefined ? { canSkipUntil, skip: kind === "delta" } : {}),
+      reports,
+    });
+    this.rendered[index]![kind] = { version: this.version, text };
     return text;
   }
 

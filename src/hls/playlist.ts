@@ -29,6 +29,29 @@ export interface MediaPlaylistOptions {
   reports?: RenditionReport[];
   /** EXT-X-SERVER-CONTROL (blocking reload): only where a server answers it; true when unsaid. */
   serverControl?: boolean;
+  /**
+   * Delta updates (RFC 8216bis §6.2.5.1): CAN-SKIP-UNTIL, seconds (at least six target durations).
+   * Offered where the playlist is long (a DVR window); undefined: every reload is whole.
+   */
+  canSkipUntil?: number;
+  /** This is a delta update (`_HLS_skip=YES`): the segments more than canSkipUntil from the end become one EXT-X-SKIP. */
+  skip?: boolean;
+}
+
+/** The shortest CAN-SKIP-UNTIL a playlist may offer: six target durations (RFC 8216bis §4.4.3.8). */
+export const canSkipUntilFor = (targetDuration: number) => targetDuration * 6;
+
+/**
+ * How many of the listed segments (from the oldest) a delta update replaces: those that end at
+ * least `canSkipUntil` seconds before the last one ends (the Skip Boundary).
+ */
+export function skippedSegments(durations: readonly number[], canSkipUntil: number): number {
+  let after = 0;
+  for (let i = durations.length - 1; i >= 0; i--) {
+    if (after >= canSkipUntil) return i + 1;
+    after += durations[i]!;
+  }
+  return 0;
 }
 
 /** Complete segments whose parts are listed, before the open one (Apple: parts of the last few target durations). */
@@ -46,11 +69,13 @@ export const partHoldBack = (partTarget: number) => Math.round(partTarget * 3 * 
 export function renderMediaPlaylist(src: PlaylistSource, o: MediaPlaylistOptions): string {
   const ll = o.partTarget !== undefined;
   const lines = ["#EXTM3U", "#EXT-X-VERSION:9", `#EXT-X-TARGETDURATION:${o.targetDuration}`];
+  const skipping = o.canSkipUntil !== undefined && o.serverControl !== false;
+  const canSkip = skipping ? `,CAN-SKIP-UNTIL=${o.canSkipUntil}` : "";
   if (ll) {
-    lines.push(`#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=${partHoldBack(o.partTarget!)}`);
+    lines.push(`#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES${canSkip},PART-HOLD-BACK=${partHoldBack(o.partTarget!)}`);
     lines.push(`#EXT-X-PART-INF:PART-TARGET=${o.partTarget}`);
   } else if (o.serverControl !== false) {
-    lines.push("#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES");
+    lines.push(`#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES${canSkip}`);
   }
   lines.push(`#EXT-X-MEDIA-SEQUENCE:${src.mediaSequence}`);
   if (src.discontinuitySequence > 0) lines.push(`#EXT-X-DISCONTINUITY-SEQUENCE:${src.discontinuitySequence}`);
@@ -68,11 +93,15 @@ export function renderMediaPlaylist(src: PlaylistSource, o: MediaPlaylistOptions
   const parts = (ps: readonly HlsPart[]) => {
     for (const p of ps) lines.push(`#EXT-X-PART:DURATION=${seconds(p.duration)},URI="${p.uri}"${p.independent ? ",INDEPENDENT=YES" : ""}`);
   };
-  listed.forEach((s, i) => {
+  const skipped = skipping && o.skip && !src.ended ? skippedSegments(listed.map((s) => s.duration), o.canSkipUntil!) : 0;
+  // The player keeps the skipped segments (and the tags before them) from its last full reload.
+  if (skipped > 0) lines.push(`#EXT-X-SKIP:SKIPPED-SEGMENTS=${skipped}`);
+  for (let i = skipped; i < listed.length; i++) {
+    const s = listed[i]!;
     head(s);
     if (ll && i >= listed.length - SEGMENTS_WITH_PARTS) parts(s.parts);
     lines.push(`#EXTINF:${seconds(s.duration)},`, s.uri);
-  });
+  }
   if (src.ended) {
     lines.push("#EXT-X-ENDLIST");
     return lines.join("\n") + "\n";

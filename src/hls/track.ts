@@ -24,6 +24,11 @@ export interface TrackOptions {
   uriPrefix: string;
   /** The first segment's media sequence number (1 unless the session says otherwise; never 0). */
   firstMsn?: number;
+  /**
+   * Live DVR: the playlist lists complete segments this many seconds back (at least the
+   * window). Those that left memory are listed from storage (`archived`); 0 or unsaid: off.
+   */
+  dvrSeconds?: number;
 }
 
 /** The time the run's media timeline starts at, in wall-clock ms: one per run, shared by the session's renditions. */
@@ -89,6 +94,11 @@ const ticksToSeconds = (ticks: number, timescale: number) => ticks / timescale;
 export class RenditionTrack {
   /** Complete segments still served: the listed window, then the grace list before it. */
   private readonly complete: HlsSegment[] = [];
+  /** DVR: complete segments older than those in memory, within the window (no bytes: storage has them). */
+  private readonly archive: HlsSegment[] = [];
+  /** DVR: the archive's and the memory's segments' seconds together. */
+  private dvrListedSeconds = 0;
+  private listedCache: HlsSegment[] | undefined;
   private open: HlsSegment | undefined;
   private map: HlsMap | undefined;
   private clock: RunClock = {};
@@ -212,9 +222,15 @@ export class RenditionTrack {
     return !this.cutBetweenKeyframes;
   }
 
-  /** The segments a playlist lists, oldest first. */
+  /** The segments a playlist lists, oldest first: the window, or with DVR every one still within it. */
   get listed(): HlsSegment[] {
-    return this.complete.slice(-this.o.windowSegments);
+    // Asked for on every render and rendition report: made once per change (a DVR list runs to thousands).
+    this.listedCache ??= this.dvr ? [...this.archive, ...this.complete] : this.complete.slice(-this.o.windowSegments);
+    return this.listedCache;
+  }
+
+  private get dvr(): boolean {
+    return (this.o.dvrSeconds ?? 0) > 0;
   }
 
   /** The segment being written (its parts so far), if any. */
@@ -229,7 +245,8 @@ export class RenditionTrack {
   }
 
   get mediaSequence(): number {
-    return this.listed[0]?.msn ?? this.open?.msn ?? this.nextMsn;
+    const first = this.dvr ? (this.archive[0] ?? this.complete[0]) : this.complete[Math.max(0, this.complete.length - this.o.windowSegments)];
+    return first?.msn ?? this.open?.msn ?? this.nextMsn;
   }
 
   get discontinuitySequence(): number {
@@ -259,6 +276,15 @@ export class RenditionTrack {
     return this.complete.find((s) => s.msn === msn);
   }
 
+  /** A DVR segment listed but no longer in memory (its file is in storage): its name and map. */
+  archived(msn: number): HlsSegment | undefined {
+    const first = this.archive[0];
+    if (!first || msn < first.msn) return undefined;
+    // MSNs grow by one from segment to segment: the index is the distance.
+    const at = this.archive[msn - first.msn];
+    return at?.msn === msn ? at : this.archive.find((s) => s.msn === msn);
+  }
+
   /** A part of a segment still served (listed, in grace or open). */
   part(id: number): HlsPart | undefined {
     const open = this.open?.parts.find((x) => x.id === id);
@@ -271,10 +297,10 @@ export class RenditionTrack {
     return undefined;
   }
 
-  /** An init segment still referenced by a served segment (or the current one). */
+  /** An init segment still referenced by a served segment (or the current one), the DVR window's too. */
   mapById(id: number): HlsMap | undefined {
     if (this.map?.id === id) return this.map;
-    return this.complete.find((s) => s.map.id === id)?.map;
+    return (this.complete.find((s) => s.map.id === id) ?? this.archive.find((s) => s.map.id === id))?.map;
   }
 
   private partUri(id: number): string {
@@ -295,6 +321,7 @@ export class RenditionTrack {
     }
     s.bytes = bytes;
     this.complete.push(s);
+    this.listedCache = undefined;
     this.completed++;
     if (s.duration > 0) {
       const bits = bytes.length * 8;
@@ -302,9 +329,10 @@ export class RenditionTrack {
       this.totalBits += bits;
       this.totalSeconds += s.duration;
     }
-    // A segment leaving the listed window takes its discontinuity with it.
-    const leaving = this.complete[this.complete.length - 1 - this.o.windowSegments];
+    // A segment leaving the listed window takes its discontinuity with it (DVR: see trimDvr).
+    const leaving = this.dvr ? undefined : this.complete[this.complete.length - 1 - this.o.windowSegments];
     if (leaving?.discontinuity) this.droppedDiscontinuities++;
+    this.dvrListedSeconds += s.duration;
     return s;
   }
 
@@ -315,6 +343,28 @@ export class RenditionTrack {
   private retire(): HlsSegment[] {
     // One more than the minimum: a short segment (a run's last) shortens what the count covers.
     const keep = this.o.windowSegments * 2 + 2;
-    return this.complete.length > keep ? this.complete.splice(0, this.complete.length - keep) : [];
+    const out = this.complete.length > keep ? this.complete.splice(0, this.complete.length - keep) : [];
+    this.listedCache = undefined;
+    if (!this.dvr) return out;
+    // Out of memory, still listed: a copy without the bytes (a write still queued may read the original's).
+    for (const s of out) this.archive.push({ ...s, parts: [], bytes: undefined });
+    return this.trimDvr();
+  }
+
+  /**
+   * DVR: the oldest archived segments leave once the rest cover the window; those can be deleted
+   * from storage (RFC 8216 §6.2.2's grace is the window itself: a player seeking there reads a
+   * playlist that no longer lists them within a reload).
+   */
+  private trimDvr(): HlsSegment[] {
+    const out: HlsSegment[] = [];
+    const window = this.o.dvrSeconds ?? 0;
+    while (this.archive.length > 0 && this.dvrListedSeconds - this.archive[0]!.duration >= window) {
+      const s = this.archive.shift()!;
+      this.dvrListedSeconds -= s.duration;
+      if (s.discontinuity) this.droppedDiscontinuities++;
+      out.push(s);
+    }
+    return out;
   }
 }

@@ -318,7 +318,10 @@ async function mediaPlaylist(req: Request, res: Response, packager: LivePackager
     if (ok === undefined) return tooManyHeld(res);
     if (!ok) return void res.status(503).json({ errors: [`segment ${request.msn}${request.part !== undefined ? ` part ${request.part}` : ""} did not arrive in ${packager.targetDuration * 3} s`] });
   }
-  const playlist = packager.mediaPlaylistWithGzip(index);
+  const skip = req.query._HLS_skip;
+  if (skip !== undefined && skip !== "YES" && skip !== "v2") return void res.status(400).json({ errors: ["_HLS_skip must be YES or v2 (RFC 8216bis 6.2.5.1)"] });
+  // A delta update where the playlist offers one (CAN-SKIP-UNTIL); the whole playlist otherwise.
+  const playlist = packager.mediaPlaylistWithGzip(index, skip !== undefined);
   if (playlist === undefined) return notFound(res);
   if (queries) return sendPlaylist(req, res, withQueries(playlist.text, queries), PER_VIEWER);
   // A blocking response names the state it waited for: a CDN may share it between the viewers

@@ -13,6 +13,8 @@ export interface SessionHlsOptions {
   lowLatency: boolean;
   segmentSeconds: number;
   listSize: number;
+  /** Live DVR: seconds of the stream its playlists list (0: off). */
+  dvrSeconds?: number;
   /** The ffmpeg has `-movflags cmaf` (exact part timing). */
   ffmpegCmaf?: boolean;
   liveHls: LiveHls;
@@ -48,6 +50,7 @@ export class SessionHls {
       // Unique per session: a cached URL of an earlier session never names this one's media.
       uriPrefix: o.sessionId.slice(0, 8),
       firstMsn: firstMsnFor(o.startedAt),
+      ...(o.dvrSeconds ? { dvrSeconds: o.dvrSeconds } : {}),
       exactParts: o.ffmpegCmaf !== false,
       audioBitrate: AUDIO_BITRATE,
       onSegment: (r, segment, retired) => this.store(r, segment, retired),

@@ -187,7 +187,9 @@ describe("pull ingest", () => {
     let pids: number[] = [];
     try {
       const api = apiClient(t.apiUrl, t.key);
-      const s = (await api("POST", "/stream", { name: "camera", pull: { source: source.url } })).body;
+      // A profile: the live run is an ffmpeg beside the pull's (a copied source would run none).
+      const profiles = [{ name: "180p", width: 320, height: 180, fps: 30, bitrate: 300_000 }];
+      const s = (await api("POST", "/stream", { name: "camera", pull: { source: source.url }, profiles })).body;
       await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive, 20_000);
       pids = t.server.processes.pids();
       expect(t.server.pulls!.status(s.id)).toMatchObject({ running: true });

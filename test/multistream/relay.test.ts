@@ -115,8 +115,8 @@ it("a destination that refuses the publish (NetStream.Publish.BadName): multistr
   expect(first!.commands[0]![2]).toMatchObject({ app: "live2", type: "nonprivate", flashVer: "FMLE/3.0 (compatible; onair)", tcUrl: `rtmp://127.0.0.1:${server.port}/live2` });
   expect(first!.commands[4]!.slice(3)).toEqual([key, "live"]);
   await waitFor("a second attempt", () => server.sessions.length >= 2, 5000);
-  // Refused before media: no ffmpeg was started for it, and no push connected.
-  expect(h.server.processes.size).toBe(1);
+  // Refused before media: no ffmpeg was started for it (nor for the copied source's live run), and no push connected.
+  expect(h.server.processes.size).toBe(0);
   expect(eventsOf(target.id).map((e) => e.event)).toEqual(["multistream.error"]);
   const logs = h.logs.map((l) => JSON.parse(l));
   expect(logs.filter((l) => l.targetId === target.id && l.msg === "multistream push failed: retrying").length).toBeGreaterThanOrEqual(1);

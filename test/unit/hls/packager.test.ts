@@ -232,6 +232,107 @@ describe("LivePackager on the live pipeline's ffmpeg output", () => {
   });
 });
 
+describe("live DVR", () => {
+  const dvrPackager = (dvrSeconds: number, onSegment?: (msn: number, retired: number[]) => void) =>
+    new LivePackager({
+      renditions: RENDITIONS, lowLatency: true, segmentTarget: 1, windowSegments: 3, uriPrefix: "abcd1234", audioBitrate: 96_000, dvrSeconds,
+      ...(onSegment ? { onSegment: (r, segment, retired) => r.index === 0 && onSegment(segment.msn, retired.map((x) => x.msn)) } : {}),
+    });
+  /** Three runs of 5 s each: 15 one-second segments, two discontinuities. */
+  const threeRuns = (p: LivePackager) => [0, 10_000, 20_000].forEach((at) => feed(p, pieces, at).end());
+  const msns = (text: string) => [...text.matchAll(/^abcd1234_(\d+)\.m4s$/gm)].map((m) => Number(m[1]));
+
+  it("lists the window's seconds of segments (those out of memory too), strict-parser clean, numbered without gaps", () => {
+    const p = dvrPackager(12);
+    threeRuns(p);
+    const text = p.mediaPlaylist(0)!;
+    checkLive(text, 0.2);
+    const listed = msns(text);
+    const track = p.tracks[0]!;
+    // 3 listed + 8 in grace stay in memory; older ones are listed from storage while within 12 s.
+    expect(listed.length).toBeGreaterThan(3 * 2 + 2);
+    const pl = HLS.parse(text) as HLS.types.MediaPlaylist;
+    const seconds = pl.segments.filter((x) => x.uri).reduce((t, x) => t + x.duration, 0);
+    expect(seconds).toBeGreaterThanOrEqual(12);
+    expect(seconds - pl.segments[0]!.duration).toBeLessThan(12);
+    expect(listed).toEqual(listed.map((_, i) => listed[0]! + i));
+    expect(pl.mediaSequenceBase).toBe(listed[0]);
+    // The oldest are no longer in memory: the HLS route reads them from disk; their init is still served.
+    const oldest = listed[0]!;
+    expect(p.file(0, `abcd1234_${oldest}.m4s`)).toBeUndefined();
+    expect(track.archived(oldest)?.uri).toBe(`abcd1234_${oldest}.m4s`);
+    expect(p.file(0, `${track.archived(oldest)!.map.uri}`)?.kind).toBe("init");
+    expect(p.file(0, `abcd1234_${listed.at(-1)}.m4s`)?.kind).toBe("segment");
+  });
+
+  it("hands storage only the segments that left the window, oldest first, each once", () => {
+    const retired: number[] = [];
+    const p = dvrPackager(6, (_msn, gone) => retired.push(...gone));
+    threeRuns(p);
+    const first = msns(p.mediaPlaylist(0)!)[0]!;
+    const start = firstListedAtStart(retired, first);
+    expect(retired).toEqual(Array.from({ length: first - start }, (_, i) => start + i));
+  });
+
+  it("counts the discontinuities that left the window; an ended DVR playlist lists the window with its ENDLIST", () => {
+    const p = dvrPackager(4);
+    threeRuns(p);
+    const text = p.mediaPlaylist(0)!;
+    // The first two runs' segments left the 4 s window: both seams with them.
+    expect(text).toContain("#EXT-X-DISCONTINUITY-SEQUENCE:");
+    const pl = HLS.parse(text) as HLS.types.MediaPlaylist;
+    expect(pl.discontinuitySequenceBase).toBeGreaterThanOrEqual(1);
+    p.end();
+    const ended = p.mediaPlaylist(0, true)!;
+    expect(ended).toMatch(/#EXT-X-ENDLIST\n$/);
+    expect(ended).not.toContain("#EXT-X-SKIP");
+  });
+
+  it("offers delta updates: CAN-SKIP-UNTIL of six target durations; _HLS_skip's answer skips what is older, parses, and is smaller", () => {
+    const p = dvrPackager(14);
+    threeRuns(p);
+    // Live, mid-run: the fourth run's twelfth part is in.
+    let whole = "";
+    let delta = "";
+    feed(p, pieces, 30_000, (i) => {
+      if (i === 12) [whole, delta] = [p.mediaPlaylist(0)!, p.mediaPlaylist(0, true)!];
+    });
+    expect(whole).toContain("#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,CAN-SKIP-UNTIL=6,PART-HOLD-BACK=");
+    const skipped = Number(/#EXT-X-SKIP:SKIPPED-SEGMENTS=(\d+)/.exec(delta)?.[1]);
+    expect(skipped).toBeGreaterThan(0);
+    expect(delta.length).toBeLessThan(whole.length);
+    const a = HLS.parse(whole) as HLS.types.MediaPlaylist;
+    const d = HLS.parse(delta) as HLS.types.MediaPlaylist;
+    expect(d.mediaSequenceBase).toBe(a.mediaSequenceBase);
+    // What it lists is the whole one's tail, from the first segment not skipped, on the same numbers.
+    expect(msns(delta)).toEqual(msns(whole).slice(skipped));
+    // At least CAN-SKIP-UNTIL of segments stays listed.
+    const kept = d.segments.filter((x) => x.uri).reduce((t, x) => t + x.duration, 0);
+    expect(kept).toBeGreaterThanOrEqual(6);
+    // The first segment listed names its init: a delta update stands on its own for tags.
+    expect(delta).toMatch(/#EXT-X-SKIP:SKIPPED-SEGMENTS=\d+\n(#EXT-X-DISCONTINUITY\n)?#EXT-X-MAP:URI=/);
+    // Each form is made once per change, and stands until the next.
+    const now = p.mediaPlaylist(0, true)!;
+    expect(p.mediaPlaylistWithGzip(0, true)!.text).toBe(now);
+    expect(p.mediaPlaylistWithGzip(0)!.text).toBe(p.mediaPlaylist(0));
+    expect(now).toContain("#EXT-X-SKIP");
+  });
+
+  it("a stream without DVR is unchanged: no CAN-SKIP-UNTIL, and _HLS_skip gets the whole playlist", () => {
+    const p = newPackager(3);
+    threeRuns(p);
+    const whole = p.mediaPlaylist(0)!;
+    expect(whole).not.toContain("CAN-SKIP-UNTIL");
+    expect(p.mediaPlaylist(0, true)).toBe(whole);
+    expect(msns(whole)).toHaveLength(3);
+  });
+});
+
+/** The first MSN handed to storage: the session's first segment. */
+function firstListedAtStart(retired: number[], first: number): number {
+  return retired.length === 0 ? first : retired[0]!;
+}
+
 describe("what a live source can throw at the packager", () => {
   it("video that stops before the audio: the audio-only parts are kept, timed by the audio, never independent", async () => {
     const flv = path.join(dir, "audio-longer.flv");
