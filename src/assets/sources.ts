@@ -38,12 +38,15 @@ export type ResolveResult = { ok: true; source: ClipSource } | { ok: false; avai
 
 /**
  * The live window's dated segments of rendition 0 and their folder: the session's clip buffer
- * when there is one, else the live playlist's folder when it holds this session's media (the
- * packager names a session's media `<first 8 of its id>_…`: an earlier session's is not this one's).
+ * (CLIP_WINDOW_SECONDS) or the live playlist's folder (the stream's DVR window, kept there; after
+ * the session's end, until the stream's next session), whichever reaches further back, when it
+ * holds this session's media (the packager names a session's media `<first 8 of its id>_…`: an
+ * earlier session's is not this one's).
  */
 export function readLiveWindow(paths: SourcePaths, playbackId: string, sessionId: string): { segments: Required<TimedSegment>[]; dir: string } | undefined {
   const prefix = `${sessionId.slice(0, 8)}_`;
   const dirs = [...(paths.liveBufferDir ? [path.join(paths.liveBufferDir, sessionId)] : []), path.join(paths.hlsDir, playbackId, String(CLIP_RENDITION))];
+  let best: { segments: Required<TimedSegment>[]; dir: string } | undefined;
   for (const dir of dirs) {
     let text: string;
     try {
@@ -52,9 +55,11 @@ export function readLiveWindow(paths: SourcePaths, playbackId: string, sessionId
       continue;
     }
     const segments = parseTimedPlaylist(text);
-    if (segments.length > 0 && segments.every((s) => s.uri.startsWith(prefix) && s.programDateTime !== undefined)) return { segments: segments as Required<TimedSegment>[], dir };
+    if (segments.length === 0 || !segments.every((s) => s.uri.startsWith(prefix) && s.programDateTime !== undefined)) continue;
+    const dated = segments as Required<TimedSegment>[];
+    if (!best || dated[0]!.programDateTime < best.segments[0]!.programDateTime) best = { segments: dated, dir };
   }
-  return undefined;
+  return best;
 }
 
 async function readText(body: Readable): Promise<string> {
@@ -85,13 +90,14 @@ export async function readRecording(paths: SourcePaths, session: SessionRecord, 
  */
 export async function resolveClipSource(paths: SourcePaths, session: SessionRecord, playbackId: string, startMs: number, endMs: number): Promise<ResolveResult> {
   const available: { kind: SourceKind; from: number; to: number }[] = [];
-  const live = session.endedAt === null ? readLiveWindow(paths, playbackId, session.id) : undefined;
+  // An ended session's live folder stays until the stream's next session: a clip right after the end reaches back as far.
+  const live = readLiveWindow(paths, playbackId, session.id);
   if (live) {
     const planned = planClip(live.segments, startMs, endMs, keyframeReader(live.dir));
     if (planned.ok) return { ok: true, source: { kind: "live", plan: planned.plan, dir: live.dir } };
     if (planned.available) available.push({ kind: "live", ...planned.available });
   }
-  const recorded = await readRecording(paths, session, (live ?? readLiveWindow(paths, playbackId, session.id))?.segments);
+  const recorded = await readRecording(paths, session, live?.segments);
   if (recorded) {
     const dir = path.join(paths.recordingsDir, session.id, String(CLIP_RENDITION));
     const planned = planClip(recorded, startMs, endMs, keyframeReader(dir));
