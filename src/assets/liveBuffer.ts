@@ -2,7 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import type { LiveSessionInfo, LiveSessionObserver, WrittenSegment } from "../sessions";
 import { CLIP_RENDITION } from "./sources";
-import { parseTimedPlaylist, type TimedSegment } from "./timeline";
+import type { TimedSegment } from "./timeline";
 
 // The live window clips reach back into. The live playlist keeps HLS_LIST_SIZE segments (6 s by
 // default) and deletes older ones; clips want "the last minutes". So each live session's
@@ -102,13 +102,12 @@ export class LiveClipBuffer implements LiveSessionObserver {
       await link(segment.file, path.join(buf.dir, segment.uri));
       const seam = buf.lastRun !== undefined && buf.lastRun !== segment.run;
       buf.lastRun = segment.run;
-      const prev = buf.segments[buf.segments.length - 1];
       buf.segments.push({
         uri: segment.uri,
         duration: segment.duration,
         map: segment.map.uri,
         discontinuity: seam,
-        programDateTime: (await dateOf(segment)) ?? (prev && !seam ? prev.programDateTime + prev.duration * 1000 : Date.now() - segment.duration * 1000),
+        programDateTime: segment.programDateTime,
       });
       const { kept, dropped } = trimWindow(buf.segments, this.windowSeconds);
       buf.segments = kept;
@@ -124,16 +123,6 @@ export class LiveClipBuffer implements LiveSessionObserver {
       // A full or failing disk costs clips of this segment, never the live stream.
       info.log.warn({ err, segment: segment.uri }, "could not keep a segment for clips");
     }
-  }
-}
-
-/** The segment's EXT-X-PROGRAM-DATE-TIME in the live playlist beside it (written before observers hear of it). */
-async function dateOf(segment: WrittenSegment): Promise<number | undefined> {
-  try {
-    const listed = parseTimedPlaylist(await fs.promises.readFile(path.join(path.dirname(segment.file), "index.m3u8"), "utf8"));
-    return listed.find((s) => s.uri === segment.uri)?.programDateTime;
-  } catch {
-    return undefined;
   }
 }
 

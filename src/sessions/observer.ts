@@ -16,6 +16,8 @@ export interface WrittenSegment {
   run: number;
   /** Its init segment (fragmented MP4): the same file for a run's segments. */
   map: { uri: string; file: string };
+  /** Wall-clock ms of its first sample: its EXT-X-PROGRAM-DATE-TIME. */
+  programDateTime: number;
 }
 
 /** What other modules (multistream, recordings) need to know about a live session. */
