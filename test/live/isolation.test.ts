@@ -53,7 +53,8 @@ describe("one stream's failure ends that stream only", () => {
   }, 60_000);
 
   it("no process carries the stream key, and the stream is not played over RTMP, from this machine either", async () => {
-    const s = (await api("POST", "/stream", { name: "no rtmp play", profiles: [] })).body;
+    // A profile: the run is an ffmpeg (a copied source is packaged with no process at all).
+    const s = (await api("POST", "/stream", { name: "no rtmp play", profiles: low })).body;
     const push = pushTestStream(url(s.streamKey), { seconds: 60 });
     try {
       await waitFor("live", () => isActive(s.id));
@@ -87,7 +88,8 @@ describe("a pipeline that falls behind its publisher", () => {
   const { api } = fx;
 
   it("is cut off, and its restart counts as a failure (backed off, bounded), never a silent loop", async () => {
-    const s = (await api("POST", "/stream", { name: "stuck pipeline", profiles: [] })).body;
+    // A profile: the run is an ffmpeg that can be stopped (a copied source runs none).
+    const s = (await api("POST", "/stream", { name: "stuck pipeline", profiles: low })).body;
     const cbr = ["-c:v", "libx264", "-preset", "ultrafast", "-g", "30", "-pix_fmt", "yuv420p", "-b:v", "8M", "-minrate", "8M", "-maxrate", "8M", "-bufsize", "2M", "-x264-params", "nal-hrd=cbr"];
     const push = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 60, size: "640x360", codec: cbr });
     try {

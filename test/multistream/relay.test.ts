@@ -77,16 +77,16 @@ it("while an rtmp push runs, no command line of the service's children holds the
   const ours = new Set([rtmp.pid, srt.pid, ...publishers.map((p) => p.child.pid)]);
   const children = descendants().filter((c) => !ours.has(c.pid));
   const registered = h.server.processes.pids();
-  // The pipeline and two pushes, all children of the server: the walk sees them, and nothing else.
-  expect(registered).toHaveLength(3);
+  // The two pushes (the copied source's live run is no process), children of the server: the walk sees them, and nothing else.
+  expect(registered).toHaveLength(2);
   expect(children.map((c) => c.pid).sort()).toEqual([...registered].sort());
   // The rtmp push's ffmpeg writes FLV to onair; the destination is named nowhere.
   const relayed = children.filter((c) => c.cmdline.includes("unix:"));
   expect(relayed).toHaveLength(1);
   for (const c of children) expect(c.cmdline).not.toContain(rtmp.key);
   expect(children.filter((c) => c.cmdline.includes(`127.0.0.1:${rtmp.port}`))).toEqual([]);
-  // The pipeline and the source pushes read the publish on their stdin: no url of the stream at all.
-  expect(children.filter((c) => c.cmdline.includes("-f flv -i pipe:0"))).toHaveLength(3);
+  // The source pushes read the publish on their stdin: no url of the stream at all.
+  expect(children.filter((c) => c.cmdline.includes("-f flv -i pipe:0"))).toHaveLength(2);
   for (const c of children) expect(c.cmdline).not.toContain(`/live/${s.id}`);
   // ffmpeg still pushes srt itself (Node has no SRT): its streamid is in argv, as documented.
   expect(children.filter((c) => c.cmdline.includes(srt.key))).toHaveLength(1);
