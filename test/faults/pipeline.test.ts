@@ -10,11 +10,13 @@ const newPipelinePid = (previous: number | undefined) => {
   const pid = pipelinePid();
   return pid !== undefined && pid !== previous ? pid : undefined;
 };
+/** One small rung: the session's run is an ffmpeg to kill (a copied source is packaged with no process). */
+const profiles = [{ name: "180p", width: 320, height: 180, fps: 30, bitrate: 300_000 }];
 const playlist = async (playbackId: string) => (await fetch(`http://127.0.0.1:${fx.t.server.port}/hls/${playbackId}/0/index.m3u8`)).text();
 
 describe("pipeline faults", () => {
   it("kill -9 of the pipeline's ffmpeg: it restarts, the playlist goes on, state and events stay consistent", async () => {
-    const s = (await api("POST", "/stream", { name: "restart" })).body;
+    const s = (await api("POST", "/stream", { name: "restart", profiles })).body;
     const push = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 12 });
     await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
     const before = await playlist(s.playbackId);
@@ -47,7 +49,7 @@ describe("pipeline faults", () => {
   });
 
   it("a recorded session that survives a pipeline restart: the recording marks the seam and its MP4 has it all", async () => {
-    const s = (await api("POST", "/stream", { name: "recorded restart", record: true })).body;
+    const s = (await api("POST", "/stream", { name: "recorded restart", record: true, profiles })).body;
     const push = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 10 });
     await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
     await waitFor("2 s recorded", async () => (await api("GET", `/stream/${s.id}`)).body.sourceSegmentsDuration >= 2, 10_000);
@@ -71,7 +73,7 @@ describe("pipeline faults", () => {
   });
 
   it("a pipeline that keeps dying ends the session cleanly after the last restart", async () => {
-    const s = (await api("POST", "/stream", { name: "doomed pipeline" })).body;
+    const s = (await api("POST", "/stream", { name: "doomed pipeline", profiles })).body;
     const push = pushTestStream(`rtmp://127.0.0.1:${fx.t.server.rtmpPort}/live/${s.streamKey}`, { seconds: 60 });
     await waitFor("isActive", async () => (await api("GET", `/stream/${s.id}`)).body.isActive);
     let last: number | undefined;
