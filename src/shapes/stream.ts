@@ -21,6 +21,23 @@ export const reconnectWindow = z
   .nullable()
   .describe("onair: seconds the live session waits for its publisher to reconnect (0 ends it at once; null: the server's RECONNECT_WINDOW_SECONDS, 30 by default)");
 
+/** Highest DVR_WINDOW_SECONDS and per-stream dvrWindow: 6 hours. */
+export const MAX_DVR_WINDOW_SECONDS = 21_600;
+
+/** onair's extension: seconds of the live stream its playlists keep listed, for viewers to seek back in (0: off). */
+export const dvrWindow = z
+  .number(expected("a number"))
+  .int("must be a whole number of seconds")
+  .min(0, "must be at least 0")
+  .max(MAX_DVR_WINDOW_SECONDS, `must be at most ${MAX_DVR_WINDOW_SECONDS} seconds`)
+  .nullable()
+  .describe("onair: seconds of the live stream its playlists list, so viewers can seek back (0: off; null: the server's DVR_WINDOW_SECONDS, 0 by default)");
+
+/** The DVR window a stream's session uses: its own dvrWindow, else the server's DVR_WINDOW_SECONDS. */
+export function dvrWindowSeconds(own: number | null | undefined, serverDefault: number): number {
+  return own ?? serverDefault;
+}
+
 /** Livepeer's isHealthy and issues, while a stream has an open session (live or reconnecting). */
 export interface LiveHealth {
   isHealthy: boolean;
