@@ -1,5 +1,5 @@
 import net from "node:net";
-import { MAX_RECONNECT_WINDOW_SECONDS } from "../../shapes";
+import { MAX_DVR_WINDOW_SECONDS, MAX_RECONNECT_WINDOW_SECONDS } from "../../shapes";
 import { area, custom, flag, integer, list, matching, port, portRange, Problem, text, url } from "../declare";
 
 const ipAddress = (doc: string, shown: string) =>
@@ -29,6 +29,15 @@ export const ingest = area("ingest", {
     unit: "seconds",
     doc: "How long a session waits for its publisher to come back (`0` ends it when the publisher leaves). A stream's own `reconnectWindow` wins.",
   }).at("reconnectWindowSeconds"),
+  // How far back viewers may seek in a live stream: its playlists keep this much listed (0:
+  // only the last few segments, as without DVR).
+  DVR_WINDOW_SECONDS: integer({
+    default: 0,
+    min: 0,
+    max: MAX_DVR_WINDOW_SECONDS,
+    unit: "seconds",
+    doc: "How many seconds of a live stream its playlists list, so viewers can seek back (`0`: off). A stream's own `dvrWindow` wins.",
+  }).at("dvrWindowSeconds"),
   // A publisher that sends no media for this long (asleep, uplink gone, half-open socket) is
   // disconnected, and its stream's reconnect window starts.
   PUBLISH_MEDIA_TIMEOUT_SECONDS: integer({

@@ -36,6 +36,9 @@ describe("loadConfig", () => {
     [{ PUBLIC_URL: "ftp://x" }, /PUBLIC_URL must use http:\/\/ or https:\/\//],
     [{ REDIS_URL: "http://localhost" }, /REDIS_URL must use redis:\/\//],
     [{ LOG_LEVEL: "loud" }, /LOG_LEVEL must be one of/],
+    [{ DVR_WINDOW_SECONDS: "21601" }, /DVR_WINDOW_SECONDS must be an integer from 0 to 21600 \(seconds\), got "21601"/],
+    [{ DVR_WINDOW_SECONDS: "-1" }, /DVR_WINDOW_SECONDS must be an integer from 0 to 21600/],
+    [{ DVR_WINDOW_SECONDS: "1.5" }, /DVR_WINDOW_SECONDS must be an integer from 0 to 21600/],
   ])("refuses %j with a clear message", (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);
@@ -58,7 +61,7 @@ describe("loadConfig", () => {
         "redisUrl", "ffmpegPath", "logLevel", "dbPath", "databaseUrl", "roles", "nodeId", "internalUrlSetting", "heartbeatMs",
         "leaseMs", "clockOffsetMs", "controlPollMs", "s3", "hlsSegmentSeconds", "hlsLowLatency", "tls", "hlsListSize", "maxClipSeconds",
         "clipWindowSeconds", "redisPrefix", "webhooks", "outbound", "limits", "recordingsRetentionDays", "webhookLogRetentionDays",
-        "storageMinFreeBytes", "finalizeStallMs", "reconnectWindowSeconds", "publishMediaTimeoutMs", "transcodeBudget", "webrtc",
+        "storageMinFreeBytes", "finalizeStallMs", "reconnectWindowSeconds", "dvrWindowSeconds", "publishMediaTimeoutMs", "transcodeBudget", "webrtc",
         "srt", "viewerWindowMs", "playbackTokenSeconds",
         "playbackSessionSeconds",
       ].sort(),
@@ -90,6 +93,9 @@ describe("loadConfig", () => {
     expect(c).toMatchObject({ heartbeatMs: 2000, leaseMs: 15_000, storageMinFreeBytes: 3 * 1024 * 1024, adminPort: 9010, hlsSegmentSeconds: 2, transcodeBudget: undefined, srt: undefined, s3: undefined, tls: undefined });
     expect(loadConfig({ PORT: "0" }).adminPort).toBe(0);
     expect(loadConfig({ NODE_ID: "edge-1" }).nodeId).toBe("edge-1");
+    // DVR is off unless asked for; 6 hours at most.
+    expect(loadConfig({}).dvrWindowSeconds).toBe(0);
+    expect(loadConfig({ DVR_WINDOW_SECONDS: "21600" }).dvrWindowSeconds).toBe(21_600);
     expect(loadConfig({}).nodeId).toMatch(/^[A-Za-z0-9_.-]+-[0-9a-f]{6}$/);
   });
 
