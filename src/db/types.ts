@@ -23,6 +23,8 @@ export interface StreamRecord extends SegmentCounters {
   deletedAt: number | null;
   /** Seconds a session waits for its publisher to come back; null: RECONNECT_WINDOW_SECONDS. */
   reconnectWindow: number | null;
+  /** Seconds of the live stream its playlists list for seeking back (0: off); null: DVR_WINDOW_SECONDS. */
+  dvrWindow: number | null;
   /** SRT ingest (SRT_PORTS): the stream's listener port and the passphrase callers need. */
   srtPort: number | null;
   srtPassphrase: string | null;

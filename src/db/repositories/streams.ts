@@ -23,6 +23,7 @@ interface Row extends CounterColumns {
   last_terminated_at: number | null;
   deleted_at: number | null;
   reconnect_window: number | null;
+  dvr_window: number | null;
   srt_port: number | null;
   srt_passphrase: string | null;
   srt_used_at?: number | string | null;
@@ -50,6 +51,7 @@ export function toStreamRecord(r: Row): StreamRecord {
     lastTerminatedAt: r.last_terminated_at,
     deletedAt: r.deleted_at,
     reconnectWindow: r.reconnect_window,
+    dvrWindow: r.dvr_window,
     srtPort: r.srt_port ?? null,
     srtPassphrase: r.srt_passphrase ?? null,
     // A PostgreSQL BIGINT may come as text.
@@ -66,6 +68,7 @@ export interface NewStream {
   record: boolean;
   playbackPolicy: PlaybackPolicy | null;
   reconnectWindow?: number | null;
+  dvrWindow?: number | null;
   pull?: PullConfig | null;
 }
 
@@ -77,6 +80,7 @@ export interface StreamChanges {
   suspended?: boolean;
   playbackPolicy?: PlaybackPolicy | null;
   reconnectWindow?: number | null;
+  dvrWindow?: number | null;
   /** null: no longer pulled. */
   pull?: PullConfig | null;
 }
@@ -103,8 +107,8 @@ export class StreamsRepository {
     const streamKey = newStreamKey();
     const playbackId = newPlaybackId();
     await this.q.run(
-      `INSERT INTO streams (id, user_id, name, stream_key, stream_key_hash, playback_id, playback_id_hash, created_at, record, profiles, playback_policy, reconnect_window, pull)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO streams (id, user_id, name, stream_key, stream_key_hash, playback_id, playback_id_hash, created_at, record, profiles, playback_policy, reconnect_window, dvr_window, pull)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       [
         id,
         s.userId,
@@ -118,6 +122,7 @@ export class StreamsRepository {
         JSON.stringify(s.profiles),
         s.playbackPolicy ? JSON.stringify(s.playbackPolicy) : null,
         s.reconnectWindow ?? null,
+        s.dvrWindow ?? null,
         s.pull ? JSON.stringify(s.pull) : null,
       ],
     );
@@ -239,6 +244,7 @@ export class StreamsRepository {
     if (c.record !== undefined) sets.push("record = ?"), params.push(c.record ? 1 : 0);
     if (c.suspended !== undefined) sets.push("suspended = ?"), params.push(c.suspended ? 1 : 0);
     if (c.reconnectWindow !== undefined) sets.push("reconnect_window = ?"), params.push(c.reconnectWindow);
+    if (c.dvrWindow !== undefined) sets.push("dvr_window = ?"), params.push(c.dvrWindow);
     if (c.playbackPolicy !== undefined) {
       sets.push("playback_policy = ?");
       params.push(c.playbackPolicy ? JSON.stringify(c.playbackPolicy) : null);

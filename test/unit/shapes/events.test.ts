@@ -19,6 +19,7 @@ const stream: StreamRecord = {
   playbackPolicy: null,
   lastTerminatedAt: null,
   reconnectWindow: null,
+  dvrWindow: null,
   srtPort: null,
   srtPassphrase: null,
   // A pull source's url and headers may hold credentials: no delivery carries them.

@@ -86,3 +86,41 @@ describe("the upgrade to ports on first use (SQLite migration 013)", () => {
     }
   });
 });
+
+describe("a stream's DVR window", () => {
+  it("is stored on create, changed and cleared by update, and left alone by other changes", async () => {
+    const user = await store.users.getOrCreate("alice");
+    const s = await store.streams.create({ userId: user.id, name: "s", profiles: [], record: false, playbackPolicy: null, dvrWindow: 3600 });
+    expect(s.dvrWindow).toBe(3600);
+    await store.streams.update(s.id, { name: "t", reconnectWindow: 5 });
+    expect(await store.streams.get(s.id)).toMatchObject({ name: "t", reconnectWindow: 5, dvrWindow: 3600 });
+    await store.streams.update(s.id, { dvrWindow: 0 });
+    expect((await store.streams.get(s.id))!.dvrWindow).toBe(0);
+    await store.streams.update(s.id, { dvrWindow: null });
+    expect((await store.streams.get(s.id))!.dvrWindow).toBeNull();
+    expect((await streamOf("bob").then((id) => store.streams.get(id)))!.dvrWindow).toBeNull();
+  });
+});
+
+describe("the upgrade to DVR windows (SQLite migration 016)", () => {
+  it("streams created before it have none: the server's DVR_WINDOW_SECONDS applies", async () => {
+    const before = path.join(dir, "before");
+    fs.mkdirSync(before);
+    const all = path.resolve(__dirname, "../../../../src/db/migrations/sqlite");
+    for (const f of fs.readdirSync(all).filter((f) => Number(f.slice(0, 3)) <= 15)) fs.copyFileSync(path.join(all, f), path.join(before, f));
+    const file = path.join(dir, "upgrade.db");
+    const old = openDatabase(file, before);
+    old.prepare("INSERT INTO users (id, name, created_at) VALUES ('u', 'u', 0)").run();
+    old.prepare("INSERT INTO streams (id, user_id, name, stream_key, stream_key_hash, playback_id, playback_id_hash, created_at, reconnect_window) VALUES ('s', 'u', 'n', 'k', 'kh', 'p', 'ph', 0, 7)").run();
+    old.close();
+
+    const upgraded = await openStore(file);
+    try {
+      expect(await upgraded.streams.get("s")).toMatchObject({ reconnectWindow: 7, dvrWindow: null });
+      await upgraded.streams.update("s", { dvrWindow: 120 });
+      expect((await upgraded.streams.get("s"))!.dvrWindow).toBe(120);
+    } finally {
+      await upgraded.close();
+    }
+  });
+});
