@@ -72,6 +72,7 @@ export const streamObject = z
     isHealthy: z.boolean().nullable().describe("while a session is open: false when `issues` lists a problem; null otherwise"),
     issues: z.array(z.string()).nullable().describe("what makes the live stream unhealthy, for a broadcaster to act on; null when not live"),
     reconnectWindow: reconnectWindow.optional(),
+    dvrWindow: dvrWindow.optional(),
     pull: pullConfig.optional().describe("the pull source, when onair pulls the stream (the API's view only: webhook payloads never carry it, its url and headers may hold credentials)"),
   })
   .meta({ id: "Stream" });
@@ -95,6 +96,7 @@ export interface StoredStream extends SegmentCounters {
   playbackPolicy: PlaybackPolicy | null;
   lastTerminatedAt: number | null;
   reconnectWindow: number | null;
+  dvrWindow: number | null;
 }
 
 export function presentStream(s: StoredStream, targets: z.infer<typeof targetRef>[], rates: LiveRates = NO_RATE, health?: LiveHealth): StreamJson {
@@ -117,6 +119,6 @@ export function presentStream(s: StoredStream, targets: z.infer<typeof targetRef
     lastTerminatedAt: s.lastTerminatedAt,
     isHealthy: health?.isHealthy ?? null,
     issues: health?.issues ?? null,
-    ...(isChild ? {} : { reconnectWindow: s.reconnectWindow }),
+    ...(isChild ? {} : { reconnectWindow: s.reconnectWindow, dvrWindow: s.dvrWindow }),
   };
 }

@@ -22,6 +22,7 @@ describe("stream health", () => {
     expect(s.isHealthy).toBeNull();
     expect(s.issues).toBeNull();
     expect(s.reconnectWindow).toBeNull();
+    expect(s.dvrWindow).toBeNull();
   });
 
   it("a well-behaved publisher is healthy", async () => {
@@ -68,6 +69,10 @@ describe("limits on what a stream asks for", () => {
     [{ reconnectWindow: 1801 }, "reconnectWindow: must be at most 1800 seconds"],
     [{ reconnectWindow: -1 }, "reconnectWindow: must be at least 0"],
     [{ reconnectWindow: 2.5 }, "reconnectWindow: must be a whole number of seconds"],
+    [{ dvrWindow: 21_601 }, "dvrWindow: must be at most 21600 seconds"],
+    [{ dvrWindow: -1 }, "dvrWindow: must be at least 0"],
+    [{ dvrWindow: 1.5 }, "dvrWindow: must be a whole number of seconds"],
+    [{ dvrWindow: "x" }, "dvrWindow: must be a number"],
     [{ profiles: [{ name: "4k", width: 3840, height: 2160, fps: 30, bitrate: 20_000_000 }] }, "profiles.0: 3840x2160 is larger than 1920x1080 (MAX_RENDITION_WIDTH, MAX_RENDITION_HEIGHT)"],
     [{ profiles: [{ name: "hfr", width: 1280, height: 720, fps: 120, bitrate: 6_000_000 }] }, "profiles.0: 120 fps is more than 60 (MAX_RENDITION_FPS)"],
     [{ profiles: [1, 2, 3, 4, 5, 6].map((i) => ({ name: `p${i}`, width: 640, height: 360, fps: 30, bitrate: 800_000 })) }, "profiles: at most 5 profiles per stream (MAX_PROFILES_PER_STREAM), got 6"],
@@ -85,5 +90,35 @@ describe("limits on what a stream asks for", () => {
     expect((await get(s.id)).reconnectWindow).toBe(600);
     expect((await api("PATCH", `/stream/${s.id}`, { reconnectWindow: null })).status).toBe(204);
     expect((await get(s.id)).reconnectWindow).toBeNull();
+  });
+
+  it("dvrWindow is set on create, changed and cleared by PATCH, shown by GET; bad values change nothing", async () => {
+    const s = (await api("POST", "/stream", { name: "seekable", dvrWindow: 3600 })).body;
+    expect(s.dvrWindow).toBe(3600);
+    expect((await get(s.id)).dvrWindow).toBe(3600);
+    expect((await api("PATCH", `/stream/${s.id}`, { dvrWindow: 21_600 })).status).toBe(204);
+    expect((await get(s.id)).dvrWindow).toBe(21_600);
+    for (const [bad, message] of [[-1, "must be at least 0"], [1.5, "must be a whole number of seconds"], [21_601, "must be at most 21600 seconds"], ["x", "must be a number"]] as const) {
+      const res = await api("PATCH", `/stream/${s.id}`, { dvrWindow: bad });
+      expect(res.status).toBe(422);
+      expect(res.body.errors).toEqual([`dvrWindow: ${message}`]);
+    }
+    // Other fields leave it alone; 0 (off) is kept as 0, null gives the server's default back.
+    expect((await api("PATCH", `/stream/${s.id}`, { name: "renamed" })).status).toBe(204);
+    expect((await get(s.id)).dvrWindow).toBe(21_600);
+    expect((await api("PATCH", `/stream/${s.id}`, { dvrWindow: 0 })).status).toBe(204);
+    expect((await get(s.id)).dvrWindow).toBe(0);
+    expect((await api("PATCH", `/stream/${s.id}`, { dvrWindow: null })).status).toBe(204);
+    expect((await get(s.id)).dvrWindow).toBeNull();
+    const listed = ((await api("GET", "/stream?streamsonly=1&limit=1000")).body as { id: string; dvrWindow: unknown }[]).find((x) => x.id === s.id);
+    expect(listed?.dvrWindow).toBeNull();
+
+    // Child stream objects are a session's history: they carry neither window.
+    await api("PATCH", `/stream/${s.id}`, { dvrWindow: 60 });
+    const session = await fx.t.server.store.sessions.start((await fx.t.server.store.streams.get(s.id))!);
+    const child = (await api("GET", `/stream/${session.id}`)).body;
+    expect(child.parentId).toBe(s.id);
+    expect(child).not.toHaveProperty("dvrWindow");
+    expect(child).not.toHaveProperty("reconnectWindow");
   });
 });

@@ -116,7 +116,7 @@ function createStreamRoute(deps: ApiDeps, { present }: StreamAccess, limits: Lim
       const stream = await store.transaction(async (tx) => {
         await lockKey(tx.db, `streams/${userId}`);
         checkUserCap(await tx.streams.countOwned(userId), 1, limits.maxStreamsPerUser, "streams", "MAX_STREAMS_PER_USER");
-        const s = await tx.streams.create({ userId, name: body.name, profiles, record: body.record ?? false, playbackPolicy: policy ?? null, reconnectWindow: body.reconnectWindow ?? null, pull: body.pull ?? null });
+        const s = await tx.streams.create({ userId, name: body.name, profiles, record: body.record ?? false, playbackPolicy: policy ?? null, reconnectWindow: body.reconnectWindow ?? null, dvrWindow: body.dvrWindow ?? null, pull: body.pull ?? null });
         if (body.multistream) await tx.streamTargets.replaceForStream(s.id, await resolveTargetRefs(tx, userId, body.multistream, profiles, limits.maxTargetsPerUser));
         // Ingest nodes learn the new key.
         await deps.live.announce(tx.db, { streamId: s.id, change: "changed" });
@@ -191,6 +191,7 @@ function changeStreamRoutes(deps: ApiDeps, { ownedParent }: StreamAccess, limits
             suspended: body.suspended,
             playbackPolicy: policy,
             reconnectWindow: body.reconnectWindow,
+            dvrWindow: body.dvrWindow,
             pull: body.pull,
           });
           // The node running its session ends it, or applies the new targets; every ingest node

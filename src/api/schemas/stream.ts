@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { expected, pullConfig, reconnectWindow } from "../../shapes";
+import { dvrWindow, expected, pullConfig, reconnectWindow } from "../../shapes";
 import { listQuery, profiles, queryFlag, targetUrl } from "./common";
 
 export const playbackPolicy = z
@@ -59,6 +59,7 @@ export const streamCreateBody = z
     multistream: multistreamInput.optional(),
     playbackPolicy: playbackPolicy.nullable().optional(),
     reconnectWindow: reconnectWindow.optional(),
+    dvrWindow: dvrWindow.optional(),
     pull: pullConfig.optional().describe("onair pulls the stream from this source instead of waiting for a push"),
   })
   .meta({ id: "NewStreamPayload" });
@@ -72,6 +73,7 @@ export const streamPatchBody = z
     multistream: multistreamInput.optional(),
     playbackPolicy: playbackPolicy.nullable().optional(),
     reconnectWindow: reconnectWindow.optional(),
+    dvrWindow: dvrWindow.optional(),
     pull: pullConfig.nullable().optional().describe("onair extension (Livepeer sets pull at creation only): a new pull source, or null to stop pulling"),
   })
   .meta({ id: "StreamPatchPayload" });
