@@ -137,10 +137,15 @@ export class LiveSource {
     let track = this.tracks.get(trackOf(media));
     if (!track) this.tracks.set(trackOf(media), (track = { videoHeader: undefined, facts: undefined, gop: [], gopBytes: 0 }));
     if (isVideoSequenceHeader(media.body)) {
+      // Pictures cached under another configuration do not decode with this one: a reader joining
+      // now waits for the next keyframe rather than being handed them after it.
+      if (track.videoHeader && !track.videoHeader.body.equals(media.body)) {
+        track.gop = [];
+        track.gopBytes = 0;
+      }
       track.videoHeader = media;
       track.facts = sourceTrack(trackOf(media), media.body);
-    }
-    else keep(track, media, isVideoKeyframe(media.body));
+    } else keep(track, media, isVideoKeyframe(media.body));
   }
 }
 

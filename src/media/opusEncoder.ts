@@ -7,8 +7,8 @@ import { spawnSupervised, type ProcessRegistry, type SupervisedProcess } from ".
 // transcoding run's ffmpeg does beside its ladder. Started while someone watches over WebRTC,
 // so a stream played over HLS alone runs no process at all.
 
-/** Unsent input past this: the encoder is not keeping up with live audio (a few seconds of AAC). */
-const MAX_BACKLOG_BYTES = 256 * 1024;
+/** Unsent input past this: the encoder is not keeping up with live audio (about 4 s of 128 kb/s AAC). */
+const MAX_BACKLOG_BYTES = 64 * 1024;
 
 /** The arguments of an Opus encoder of FLV audio on stdin (pure). */
 export function buildOpusArgs(audio: OpusRoute): string[] {

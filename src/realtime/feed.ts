@@ -169,6 +169,8 @@ export class LiveFeed {
       this.log.info("WebRTC playback: the source has B-frames; the stream plays over HLS only");
       for (const l of [...this.listeners]) l.feedEnded();
       this.listeners.clear();
+      // Nobody watches now (an encoder started for them lingers, then stops).
+      this.run?.onViewers?.(0);
     }
     if (this.bframes || this.lost.has(frame.rendition)) return;
     if (frame.keyframe) this.started.add(frame.rendition);

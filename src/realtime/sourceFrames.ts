@@ -26,8 +26,18 @@ export interface SourceTap {
   stop(): void;
 }
 
+/** An encoder that stopped under viewers (it failed, or fell behind) is started again at most this often. */
+const OPUS_RESTART_MS = 5000;
+
 /** How long the Opus encoder outlives its last viewer: a reload, or the next viewer soon after, finds it running. */
 export const OPUS_LINGER_MS = 10_000;
+
+/** A decoder configuration (AVC sequence header, AAC AudioSpecificConfig), not a picture or a sound. */
+function isConfiguration(tag: FlvTag): boolean {
+  if (tag.type === FlvTagType.audio) return isAacConfig(tag.data);
+  // FrameType 1, CodecID 7 (AVC), AVCPacketType 0: what a reader of the legacy FLV form is sent.
+  return tag.data.length >= 2 && (tag.data[0]! & 0x0f) === 7 && tag.data[1] === 0;
+}
 
 /** AAC's AudioSpecificConfig message (SoundFormat 10, AACPacketType 0): what a decoder needs before any frame. */
 export function isAacConfig(body: Buffer): boolean {
@@ -49,6 +59,8 @@ export class SourceFrames implements SourceTap {
   private audioConfig: Buffer | undefined;
   private encoder: RunningEncoder | undefined;
   private idle: NodeJS.Timeout | undefined;
+  private watching = 0;
+  private startedAt = -Infinity;
   private stopped = false;
   private broken = false;
 
@@ -69,7 +81,9 @@ export class SourceFrames implements SourceTap {
     }
     for (const tag of tags) {
       if (tag.type === FlvTagType.script) continue;
-      this.origin ??= tag.timestamp;
+      // The first picture or sound: a joining reader is handed the configurations first, stamped
+      // when they were sent (the publish's start, hours ago it may be), not when they apply.
+      if (!isConfiguration(tag)) this.origin ??= tag.timestamp;
       if (tag.type === FlvTagType.audio) this.audio(tag);
     }
     this.run.videoTags(0, tags, this.origin ?? 0);
@@ -77,6 +91,7 @@ export class SourceFrames implements SourceTap {
 
   /** The feed has this many viewers: the first starts the Opus encoder, the last one leaving stops it a while later. */
   viewers(n: number): void {
+    this.watching = n;
     if (this.stopped || !this.opus) return;
     if (n === 0) {
       if (this.encoder && !this.idle) this.idle = setTimeout(() => this.stopEncoder(), OPUS_LINGER_MS).unref();
@@ -95,6 +110,8 @@ export class SourceFrames implements SourceTap {
 
   private audio(tag: FlvTag): void {
     if (isAacConfig(tag.data)) this.audioConfig = tag.data;
+    // Viewers are listening to an encoder that stopped: another one, not more often than OPUS_RESTART_MS.
+    if (this.opus && this.encoder && !this.encoder.sink.running && this.watching > 0 && Date.now() - this.startedAt >= OPUS_RESTART_MS) this.startEncoder(this.opus);
     const encoder = this.encoder;
     if (!encoder?.sink.running || !this.audioConfig) return;
     if (encoder.startSeconds === undefined) {
@@ -110,6 +127,7 @@ export class SourceFrames implements SourceTap {
   private startEncoder(opus: { start: StartOpus; routes: AudioRoutes }): void {
     this.stopEncoder();
     const ssrc = randomSsrc();
+    this.startedAt = Date.now();
     let first: AudioStart | undefined;
     let encoder: RunningEncoder;
     try {

@@ -86,6 +86,23 @@ describe("LiveSource", () => {
     expect(late.got.at(-1)!.timestamp).toBe(1066);
   });
 
+  it("forgets the pictures cached under a configuration when another comes: a late reader waits for the next keyframe", () => {
+    const source = new LiveSource();
+    for (const m of [video(0, avcHeader), audio(0, aacHeader), video(1000, avcKey(1)), video(1033, avcInter(2))]) source.push(m);
+    // The same configuration again (encoders repeat it): the pictures still decode with it.
+    source.push(video(1050, avcHeader));
+    const same = new Reader();
+    source.add(same);
+    expect(same.got.map((m) => m.timestamp)).toEqual([1050, 0, 1000, 1033]);
+    const other = Buffer.from([0x17, 0x00, 0, 0, 0, 2]);
+    source.push(video(1066, other));
+    const late = new Reader();
+    source.add(late);
+    expect(late.got.map((m) => m.body)).toEqual([other, aacHeader]);
+    source.push(video(1100, avcKey(3)));
+    expect(late.got.at(-1)!.timestamp).toBe(1100);
+  });
+
   it("keeps nothing from before the first keyframe (it would not decode)", () => {
     const source = new LiveSource();
     source.push(video(0, avcHeader));

@@ -76,6 +76,30 @@ describe("SourceFrames", () => {
     expect(s.routes.size).toBe(0);
   });
 
+  it("takes the run's zero from the first picture or sound, not from the configurations a joining reader is handed first (stamped when they were sent)", () => {
+    const s = setUp();
+    const tap = s.feed.startSourceRun(undefined);
+    s.feed.listen(s.listener);
+    // As a reader joins an hour into the publish: the configurations from its start, then the newest group of pictures.
+    tap.write(Buffer.concat([flvHeader({ audio: true, video: true }), videoConfig(0), aacConfig(0), frame(3_600_000, true), aacFrame(3_600_010), frame(3_600_033, false)]));
+    expect(s.frames.map((f) => f.timestamp)).toEqual([0, 2970]);
+  });
+
+  it("lets the encoder go when B-frames end the viewers (it lingers, then stops)", () => {
+    jest.useFakeTimers();
+    const s = setUp();
+    const tap = s.feed.startSourceRun(s.start);
+    s.feed.listen(s.listener);
+    expect(s.sinks.length).toBe(1);
+    // A keyframe with a composition offset: WebRTC players cannot play it.
+    const reordered = video(40, [0x17, 1, 0, 0, 66, 0, 0, 0, 2, 0x65, 0x88]);
+    tap.write(Buffer.concat([flvHeader({ audio: true, video: true }), videoConfig(0), reordered]));
+    expect(s.feed.viewers).toBe(0);
+    jest.advanceTimersByTime(OPUS_LINGER_MS);
+    expect(s.sinks[0]!.sink.running).toBe(false);
+    expect(s.routes.size).toBe(0);
+  });
+
   it("starts the encoder with the first viewer, gives it the configuration with the first frame, and stamps its packets from that frame's time", () => {
     const s = setUp();
     const tap = s.feed.startSourceRun(s.start);
@@ -123,6 +147,23 @@ describe("SourceFrames", () => {
     s.feed.listen({ ...s.listener });
     expect(s.sinks.length).toBe(2);
     expect(s.routes.size).toBe(1);
+  });
+
+  it("starts another encoder for viewers still listening when the running one stopped, at most once per 5 s", () => {
+    jest.useFakeTimers();
+    const s = setUp();
+    const tap = s.feed.startSourceRun(s.start);
+    s.feed.listen(s.listener);
+    tap.write(Buffer.concat([flvHeader({ audio: true, video: true }), aacConfig(0), aacFrame(0)]));
+    s.sinks[0]!.sink.running = false; // it failed, or fell behind
+    tap.write(aacFrame(21));
+    expect(s.sinks.length).toBe(1);
+    jest.advanceTimersByTime(5000);
+    tap.write(aacFrame(42));
+    expect(s.sinks.length).toBe(2);
+    expect(s.routes.size).toBe(1);
+    // It starts on the configuration, at the frame's time.
+    expect(s.sinks[1]!.sink.tags().map((t) => [t.timestamp, isAacConfig(t.data)])).toEqual([[42, true], [42, false]]);
   });
 
   it("stops its encoder when the next run starts, and when the session ends", () => {
