@@ -8,7 +8,7 @@ import type { Logger } from "../log";
 import type { HlsSegment, LiveHls } from "../hls";
 import type { LiveFeed, RealtimeFeeds } from "../realtime";
 import { endPlaylists, renditionLadder, type LivePipelineOptions, type SourceForm, type ProcessRegistry, type StoredSegment } from "../media";
-import { refusePublish, type IngestProtocol, type LiveRates, type PublishRefusal, type Rendition, type SourceTrack } from "../shapes";
+import { dvrWindowSeconds, refusePublish, type IngestProtocol, type LiveRates, type PublishRefusal, type Rendition, type SourceTrack } from "../shapes";
 import type { LiveSessionMetrics, Metrics } from "../metrics";
 import { realClock, type Clock, type ClockTimer } from "./clock";
 import { describeEnd, FAILED_ENDS, refusalFor, type EndReason } from "./endReason";
@@ -59,6 +59,8 @@ export interface StreamRuntimeDeps {
   publisherStats: (publisherId: string) => PublisherStats | undefined;
   /** RECONNECT_WINDOW_SECONDS, for streams without their own reconnectWindow. */
   reconnectWindowSeconds: number;
+  /** DVR_WINDOW_SECONDS, for streams without their own dvrWindow; 0 when absent. */
+  dvrWindowSeconds?: number;
   /** Time and timers; the real clock when absent (tests advance a fake one). */
   clock?: Clock;
   /** Makes a pipeline run; an ffmpeg LivePipeline (or a PackagingRun) when absent (tests give fake pipelines). */
@@ -189,6 +191,8 @@ export class StreamRuntime {
       lowLatency: deps.lowLatency,
       segmentSeconds: deps.segmentSeconds,
       listSize: deps.listSize,
+      // Fixed for the session: a PATCH takes effect from the stream's next one.
+      dvrSeconds: dvrWindowSeconds(stream.dvrWindow, deps.dvrWindowSeconds ?? 0),
       ffmpegCmaf: deps.ffmpegCmaf,
       liveHls: deps.liveHls,
       log: this.log,

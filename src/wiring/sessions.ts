@@ -152,6 +152,7 @@ export async function wireSessions(
     maxLiveStreamsPerUser: config.limits.maxLiveStreamsPerUser,
     transcodeBudget: config.transcodeBudget,
     reconnectWindowSeconds: config.reconnectWindowSeconds,
+    dvrWindowSeconds: config.dvrWindowSeconds,
     storageProblem: () => storage.check(),
     publisherStats: (publisherId) => rtmp.server?.publisherStats(publisherId),
     clock: offsetClock(config.clockOffsetMs),
