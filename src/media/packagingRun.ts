@@ -121,6 +121,7 @@ export class PackagingRun {
     this.guard(() => this.run?.end());
     this.markDone();
     const end: ProcessEnd = { code, signal: null, stderrTail: this.faulted ? ["the packager refused a part"] : [], durationMs: Date.now() - this.startedAt, requested: this.stopping };
+    this.o.log.info({ code, durationMs: end.durationMs, requested: end.requested }, "packaging the source ended");
     this.guard(() => this.o.onEnded(end));
   }
 

@@ -34,12 +34,13 @@ it("logs each line of a live session with its streamId and sessionId, as JSON", 
 
     // The lifecycle of the session, each line with both ids.
     const ofSession = lines.filter((l) => l.sessionId === session!.id);
-    for (const msg of ["live session started", "ffmpeg live started", "stream is live: HLS playable", "ffmpeg live exited", "live session ended", "recording started", "recording ready"]) {
+    // A copied source is packaged with no ffmpeg: its run's start and end are logged all the same.
+    for (const msg of ["live session started", "packaging the source as sent: no transcode", "stream is live: HLS playable", "packaging the source ended", "live session ended", "recording started", "recording ready"]) {
       expect(ofSession.map((l) => l.msg)).toContain(msg);
     }
     for (const l of ofSession) expect(l).toMatchObject({ service: "onair", streamId: s.id, sessionId: session!.id });
     // No line about the session's ffmpeg or its lifecycle lacks the ids.
-    const aboutSession = lines.filter((l) => l.process === "ffmpeg live" || /live session|stream is live/.test(String(l.msg)));
+    const aboutSession = lines.filter((l) => l.process === "ffmpeg live" || /live session|stream is live|packaging the source/.test(String(l.msg)));
     expect(aboutSession.length).toBeGreaterThanOrEqual(5);
     for (const l of aboutSession) expect(l).toMatchObject({ streamId: s.id, sessionId: session!.id });
     // JSON lines with pino's fields, and never an API key.
