@@ -165,8 +165,14 @@ class Step {
   }
 }
 
+/**
+ * One small rung: each session's run is an ffmpeg, which the I1 sampler watches for (a copied
+ * source is packaged with no process, and would leave it nothing to see).
+ */
+const SAMPLED_PROFILES = [{ name: "90p", width: 160, height: 90, fps: 15, bitrate: 100_000 }];
+
 async function newStream(step: Step, name: string, extra: Record<string, unknown> = {}): Promise<Stream> {
-  const res = await viaA("POST", "/stream", { name, record: true, ...extra });
+  const res = await viaA("POST", "/stream", { name, record: true, profiles: SAMPLED_PROFILES, ...extra });
   expect(res.status).toBe(201);
   const s: Stream = { id: res.body.id, playbackId: res.body.playbackId, streamKey: res.body.streamKey };
   step.streams.push(s);
