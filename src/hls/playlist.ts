@@ -41,6 +41,11 @@ export interface MediaPlaylistOptions {
 /** The shortest CAN-SKIP-UNTIL a playlist may offer: six target durations (RFC 8216bis §4.4.3.8). */
 export const canSkipUntilFor = (targetDuration: number) => targetDuration * 6;
 
+/** The playlist without its offer of delta updates (for a playlist rewritten per viewer). */
+export function withoutDeltaUpdates(playlist: string): string {
+  return playlist.replace(/^(#EXT-X-SERVER-CONTROL:.*?),CAN-SKIP-UNTIL=[\d.]+/m, "$1");
+}
+
 /**
  * How many of the listed segments (from the oldest) a delta update replaces: those that end at
  * least `canSkipUntil` seconds before the last one ends (the Skip Boundary).

@@ -96,6 +96,8 @@ export class RenditionTrack {
   private readonly complete: HlsSegment[] = [];
   /** DVR: complete segments older than those in memory, within the window (no bytes: storage has them). */
   private readonly archive: HlsSegment[] = [];
+  /** DVR: segments that left the window, their files kept for a grace before storage may delete them. */
+  private readonly unlisted: HlsSegment[] = [];
   /** DVR: the archive's and the memory's segments' seconds together. */
   private dvrListedSeconds = 0;
   private listedCache: HlsSegment[] | undefined;
@@ -352,19 +354,20 @@ export class RenditionTrack {
   }
 
   /**
-   * DVR: the oldest archived segments leave once the rest cover the window; those can be deleted
-   * from storage (RFC 8216 §6.2.2's grace is the window itself: a player seeking there reads a
-   * playlist that no longer lists them within a reload).
+   * DVR: the oldest archived segments leave the playlist once the rest cover the window, then
+   * stay in storage for a grace list as long as the one without DVR (one window plus two
+   * segments, RFC 8216 §6.2.2 as far as a player can still hold a playlist that listed them
+   * and be playing there); only those that leave it can be deleted.
    */
   private trimDvr(): HlsSegment[] {
-    const out: HlsSegment[] = [];
     const window = this.o.dvrSeconds ?? 0;
     while (this.archive.length > 0 && this.dvrListedSeconds - this.archive[0]!.duration >= window) {
       const s = this.archive.shift()!;
       this.dvrListedSeconds -= s.duration;
       if (s.discontinuity) this.droppedDiscontinuities++;
-      out.push(s);
+      this.unlisted.push(s);
     }
-    return out;
+    const keep = this.o.windowSegments + 2;
+    return this.unlisted.length > keep ? this.unlisted.splice(0, this.unlisted.length - keep) : [];
   }
 }

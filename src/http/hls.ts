@@ -7,7 +7,7 @@ import zlib from "node:zlib";
 import { markedProxied, passedUrl, PROXIED } from "./proxyMark";
 import express, { type Request, type Response } from "express";
 import type { Store } from "../db";
-import { addUriQuery, parseBlockingQuery, satisfies, tooFarAhead, type BlockingWaits, type LiveHls, type LivePackager } from "../hls";
+import { addUriQuery, parseBlockingQuery, satisfies, tooFarAhead, withoutDeltaUpdates, type BlockingWaits, type LiveHls, type LivePackager } from "../hls";
 import { isGated } from "../shapes";
 import { MEDIA_PARAM, SESSION_PARAM, type Credentials, type PlaybackGate, type PlaybackSubject, type UriQueries } from "../playback";
 import { THUMBNAIL_FILE } from "../media";
@@ -307,6 +307,8 @@ async function holdOpen({ waits, mark }: Holds, req: Request, wait: () => Promis
 async function mediaPlaylist(req: Request, res: Response, packager: LivePackager, index: number, holds: Holds, queries?: UriQueries): Promise<void> {
   const query = parseBlockingQuery(req.query as Record<string, unknown>);
   if (!query.ok) return void res.status(400).json({ errors: [query.error] });
+  const skip = req.query._HLS_skip;
+  if (skip !== undefined && skip !== "YES" && skip !== "v2") return void res.status(400).json({ errors: ["_HLS_skip must be YES or v2 (RFC 8216bis 6.2.5.1)"] });
   const track = packager.tracks[index]!;
   const request = query.request;
   if (request) {
@@ -318,12 +320,17 @@ async function mediaPlaylist(req: Request, res: Response, packager: LivePackager
     if (ok === undefined) return tooManyHeld(res);
     if (!ok) return void res.status(503).json({ errors: [`segment ${request.msn}${request.part !== undefined ? ` part ${request.part}` : ""} did not arrive in ${packager.targetDuration * 3} s`] });
   }
-  const skip = req.query._HLS_skip;
-  if (skip !== undefined && skip !== "YES" && skip !== "v2") return void res.status(400).json({ errors: ["_HLS_skip must be YES or v2 (RFC 8216bis 6.2.5.1)"] });
+  // A viewer's own playlist names its media with tokens that expire: a player merging delta
+  // updates keeps the skipped segments' URIs from its last whole reload, whose tokens run out
+  // while it plays. Such viewers get the whole playlist every time, and are not offered deltas.
+  if (queries) {
+    const whole = packager.mediaPlaylistWithGzip(index);
+    if (whole === undefined) return notFound(res);
+    return sendPlaylist(req, res, withQueries(withoutDeltaUpdates(whole.text), queries), PER_VIEWER);
+  }
   // A delta update where the playlist offers one (CAN-SKIP-UNTIL); the whole playlist otherwise.
   const playlist = packager.mediaPlaylistWithGzip(index, skip !== undefined);
   if (playlist === undefined) return notFound(res);
-  if (queries) return sendPlaylist(req, res, withQueries(playlist.text, queries), PER_VIEWER);
   // A blocking response names the state it waited for: a CDN may share it between the viewers
   // asking the same thing; an unqualified reload must revalidate.
   sendPlaylist(req, res, playlist.text, request ? `public, max-age=${packager.targetDuration * packager.windowSegments}` : "no-cache", playlist.gzip);

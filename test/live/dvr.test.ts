@@ -122,5 +122,11 @@ describe("live DVR", () => {
     expect((await fetch(base(gated) + "0/" + oldest)).status).toBe(200);
     expect((await fetch(base(gated) + "0/" + oldest.split("?")[0])).status).toBe(401);
     expect((await fetch(base(gated) + "0/index.m3u8?_HLS_skip=YES")).status).toBe(401);
+    // Its viewers' playlists name media with tokens that expire: they are not offered delta
+    // updates (a merged delta would keep old URIs whose tokens ran out), and get whole ones.
+    expect(playlist).not.toContain("CAN-SKIP-UNTIL");
+    const asked = await text(base(gated) + variant + "&_HLS_skip=YES");
+    expect(asked).not.toContain("#EXT-X-SKIP");
+    expect(segmentUris(asked).length).toBeGreaterThan(6);
   });
 });

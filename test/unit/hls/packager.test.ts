@@ -265,13 +265,28 @@ describe("live DVR", () => {
     expect(p.file(0, `abcd1234_${listed.at(-1)}.m4s`)?.kind).toBe("segment");
   });
 
-  it("hands storage only the segments that left the window, oldest first, each once", () => {
+  it("hands storage the segments that left the window only after a grace, oldest first, each once, never one a recent playlist listed", () => {
     const retired: number[] = [];
-    const p = dvrPackager(6, (_msn, gone) => retired.push(...gone));
-    threeRuns(p);
+    // The first MSN of the playlists served, part by part: what a player may still hold.
+    const listedFirst: number[] = [];
+    const p = dvrPackager(6, (_msn, gone) => {
+      // A segment handed over now must have left the playlists a grace ago (one window plus two segments).
+      for (const msn of gone) expect(listedFirst.filter((first) => first <= msn).length).toBe(0);
+      retired.push(...gone);
+    });
+    [0, 10_000, 20_000].forEach((at) =>
+      feed(p, pieces, at, () => {
+        const text = p.mediaPlaylist(0);
+        if (text) listedFirst.push(msns(text)[0]!);
+        // Only the last few playlists matter: older ones a player has long reloaded.
+        if (listedFirst.length > p.windowSegments * 5) listedFirst.shift();
+      }).end(),
+    );
     const first = msns(p.mediaPlaylist(0)!)[0]!;
-    const start = firstListedAtStart(retired, first);
-    expect(retired).toEqual(Array.from({ length: first - start }, (_, i) => start + i));
+    expect(retired.length).toBeGreaterThan(0);
+    expect(retired).toEqual(retired.map((_, i) => retired[0]! + i));
+    // What left the playlist and is not handed over yet: the grace list.
+    expect(first - (retired.at(-1)! + 1)).toBe(p.windowSegments + 2);
   });
 
   it("counts the discontinuities that left the window; an ended DVR playlist lists the window with its ENDLIST", () => {
@@ -328,10 +343,6 @@ describe("live DVR", () => {
   });
 });
 
-/** The first MSN handed to storage: the session's first segment. */
-function firstListedAtStart(retired: number[], first: number): number {
-  return retired.length === 0 ? first : retired[0]!;
-}
 
 describe("what a live source can throw at the packager", () => {
   it("video that stops before the audio: the audio-only parts are kept, timed by the audio, never independent", async () => {

@@ -1,4 +1,4 @@
-import { canSkipUntilFor, skippedSegments } from "../../../src/hls/playlist";
+import { canSkipUntilFor, skippedSegments, withoutDeltaUpdates } from "../../../src/hls/playlist";
 
 // Delta updates (RFC 8216bis §6.2.5.1): which of a long playlist's oldest segments one skips.
 
@@ -18,5 +18,16 @@ describe("skippedSegments", () => {
   it("canSkipUntilFor: six target durations, the least the RFC allows", () => {
     expect(canSkipUntilFor(2)).toBe(12);
     expect(canSkipUntilFor(1)).toBe(6);
+  });
+});
+
+describe("withoutDeltaUpdates", () => {
+  it.each([
+    ["LL-HLS", "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,CAN-SKIP-UNTIL=12,PART-HOLD-BACK=0.6", "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=0.6"],
+    ["segments only", "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,CAN-SKIP-UNTIL=12", "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES"],
+    ["nothing offered", "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=0.6", "#EXT-X-SERVER-CONTROL:CAN-BLOCK-RELOAD=YES,PART-HOLD-BACK=0.6"],
+  ])("%s", (_, line, expected) => {
+    const playlist = ["#EXTM3U", "#EXT-X-VERSION:9", "#EXT-X-TARGETDURATION:2", line, "#EXT-X-MEDIA-SEQUENCE:1", "#EXTINF:2.00000,", "a_1.m4s", ""].join("\n");
+    expect(withoutDeltaUpdates(playlist)).toBe(playlist.replace(line, expected));
   });
 });
