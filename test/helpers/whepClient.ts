@@ -16,6 +16,8 @@ export interface WhepState {
   rendition: { index: number; name: string; width: number; height: number; bitrate: number };
   estimatedBitrate: number | null;
   framesSent: number;
+  /** Opus packets the server has sent this viewer. */
+  audioSent: number;
   switches: number;
 }
 
