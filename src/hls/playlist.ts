@@ -71,6 +71,26 @@ const seconds = (s: number) => s.toFixed(5);
  */
 export const partHoldBack = (partTarget: number) => Math.round(partTarget * 3 * 1000) / 1000;
 
+/**
+ * A complete segment's lines without its parts (with or without the EXT-X-MAP before it): made
+ * once per segment, which never changes once complete. A DVR playlist lists thousands, and is
+ * rendered anew after every part; dates and durations as text were most of that cost.
+ */
+const completeSegmentTexts = new WeakMap<HlsSegment, [string?, string?]>();
+
+function completeSegmentText(s: HlsSegment, withMap: boolean): string {
+  let texts = completeSegmentTexts.get(s);
+  if (!texts) completeSegmentTexts.set(s, (texts = []));
+  const k = withMap ? 1 : 0;
+  return (texts[k] ??= [
+    ...(s.discontinuity ? ["#EXT-X-DISCONTINUITY"] : []),
+    ...(withMap ? [`#EXT-X-MAP:URI="${s.map.uri}"`] : []),
+    `#EXT-X-PROGRAM-DATE-TIME:${new Date(s.programDateTime).toISOString()}`,
+    `#EXTINF:${seconds(s.duration)},`,
+    s.uri,
+  ].join("\n"));
+}
+
 export function renderMediaPlaylist(src: PlaylistSource, o: MediaPlaylistOptions): string {
   const ll = o.partTarget !== undefined;
   const lines = ["#EXTM3U", "#EXT-X-VERSION:9", `#EXT-X-TARGETDURATION:${o.targetDuration}`];
@@ -103,9 +123,14 @@ export function renderMediaPlaylist(src: PlaylistSource, o: MediaPlaylistOptions
   if (skipped > 0) lines.push(`#EXT-X-SKIP:SKIPPED-SEGMENTS=${skipped}`);
   for (let i = skipped; i < listed.length; i++) {
     const s = listed[i]!;
-    head(s);
-    if (ll && i >= listed.length - SEGMENTS_WITH_PARTS) parts(s.parts);
-    lines.push(`#EXTINF:${seconds(s.duration)},`, s.uri);
+    if (ll && i >= listed.length - SEGMENTS_WITH_PARTS) {
+      head(s);
+      parts(s.parts);
+      lines.push(`#EXTINF:${seconds(s.duration)},`, s.uri);
+    } else {
+      lines.push(completeSegmentText(s, s.map !== map));
+      map = s.map;
+    }
   }
   if (src.ended) {
     lines.push("#EXT-X-ENDLIST");
