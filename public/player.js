@@ -28,6 +28,18 @@
   var protocolLabel = document.getElementById("protocol");
   var kind = root.dataset.kind;
   var src = root.dataset.src;
+  // Live DVR: the stream's playlists reach this far back; the seek bar covers what the player can seek.
+  var dvrSeconds = Number(root.dataset.dvr) || 0;
+  var dvrBar = document.getElementById("dvr");
+  var seek = document.getElementById("seek");
+  var behindLabel = document.getElementById("behind");
+  var goLiveButton = document.getElementById("go-live");
+  // The viewer went back on purpose: the player stays there (no catching up) until "Go live".
+  var behindByChoice = false;
+  var dragging = false;
+  // Closer than this to the live edge is live (the target latency and a part or two of jitter).
+  var LIVE_EDGE_S = 3;
+  var SEEK_STEP_S = 5;
 
   var hls = null;
   var native = false;
@@ -130,8 +142,78 @@
     if (hls.targetLatency !== null && Math.abs(hls.targetLatency - target) > 0.005) hls.targetLatency = target;
   }
 
+  // The seekable window and where the playhead is in it; null before hls.js knows the playlist.
+  function dvrRange() {
+    if (!hls || !video.seekable.length) return null;
+    var start = video.seekable.start(0);
+    var edge = hls.liveSyncPosition || video.seekable.end(video.seekable.length - 1);
+    return edge > start ? { start: start, edge: edge } : null;
+  }
+
+  function showDvr() {
+    var r = dvrRange();
+    // Shown once there is more to go back to than the live window itself.
+    dvrBar.hidden = !r || r.edge - r.start < 15;
+    if (!r) return;
+    var behind = Math.max(0, r.edge - video.currentTime);
+    if (behind < LIVE_EDGE_S && behindByChoice && !video.paused) behindByChoice = false;
+    stats.dvr = { start: r.start, edge: r.edge, behind: behind, byChoice: behindByChoice };
+    seek.max = String(Math.floor(r.edge - r.start));
+    if (!dragging) seek.value = String(Math.round(video.currentTime - r.start));
+    behindLabel.textContent = behind < LIVE_EDGE_S ? "live" : "-" + formatSeconds(behind);
+    goLiveButton.disabled = behind < LIVE_EDGE_S;
+  }
+
+  function formatSeconds(s) {
+    var t = Math.round(s);
+    var m = Math.floor(t / 60);
+    var sec = t % 60;
+    return m > 0 ? m + ":" + (sec < 10 ? "0" : "") + sec : sec + " s";
+  }
+
+  function seekTo(position) {
+    var r = dvrRange();
+    if (!r) return;
+    var at = Math.min(r.edge, Math.max(r.start, position));
+    behindByChoice = r.edge - at >= LIVE_EDGE_S;
+    if (behindByChoice) video.playbackRate = 1;
+    video.currentTime = at;
+    play();
+    showDvr();
+  }
+
+  function goLive() {
+    var r = dvrRange();
+    behindByChoice = false;
+    if (r) video.currentTime = r.edge;
+    play();
+    showDvr();
+  }
+
+  seek.addEventListener("input", function () { dragging = true; });
+  seek.addEventListener("change", function () {
+    dragging = false;
+    var r = dvrRange();
+    if (r) seekTo(r.start + Number(seek.value));
+  });
+  goLiveButton.addEventListener("click", goLive);
+  document.addEventListener("keydown", function (e) {
+    if (!hls || dvrBar.hidden || e.target === seek || e.altKey || e.ctrlKey || e.metaKey) return;
+    if (e.key === "l" || e.key === "L") goLive();
+    else if (e.key === "ArrowLeft") seekTo(video.currentTime - SEEK_STEP_S);
+    else if (e.key === "ArrowRight") seekTo(video.currentTime + SEEK_STEP_S);
+    else return;
+    e.preventDefault();
+  });
+
   function steer() {
     if (!hls || !latency) return;
+    if (dvrSeconds > 0) showDvr();
+    // Behind the live edge by the viewer's choice: played at normal speed, where they put it.
+    if (behindByChoice) {
+      if (video.playbackRate !== 1) video.playbackRate = 1;
+      return;
+    }
     var target = latency.tick(Date.now());
     stats.targetLatency = target;
     stats.rtt = latency.rtt();
@@ -198,6 +280,8 @@
   }
 
   function teardown() {
+    dvrBar.hidden = true;
+    behindByChoice = false;
     if (endingTimer) clearTimeout(endingTimer);
     endingTimer = null;
     if (steerTimer) clearInterval(steerTimer);
@@ -238,9 +322,10 @@
     return url.toString();
   }
 
-  // WebRTC first; LL-HLS when it does not start (or fails before it plays).
+  // WebRTC first; LL-HLS when it does not start (or fails before it plays). A stream with a DVR
+  // window plays LL-HLS at once: WebRTC has nothing to seek back into.
   function loadLive(info) {
-    var url = whepUrl(info);
+    var url = dvrSeconds > 0 ? null : whepUrl(info);
     if (!url) return load();
     var attempt = (webrtc = { starting: true });
     window.onairWhep.play(video, url, WEBRTC_START_MS, function (reason) {

@@ -1,6 +1,6 @@
 import express, { type Request, type Response } from "express";
 import type { Store } from "../db";
-import { isGated } from "../shapes";
+import { dvrWindowSeconds, isGated } from "../shapes";
 import { THUMBNAIL_FILE } from "../media";
 import { malformedPathIsNotFound } from "./malformedPath";
 import { escapeHtml, OBJECT_ID, renderPage, sendPage, serveAsset } from "./pages";
@@ -20,18 +20,25 @@ export interface PlayerView {
   kind: "live" | "vod";
   /** The thumbnail shown until the video plays (and after a live stream ends), relative to the page's origin. */
   poster?: string;
+  /** Live DVR: seconds the stream's playlists reach back (0 or unsaid: none); the page then offers a seek bar. */
+  dvrSeconds?: number;
 }
 
 /** The player page's HTML. Pure: every value is escaped here. */
 export function renderPlayer(v: PlayerView): string {
   const attr = escapeHtml;
-  const body = `<main id="player" data-kind="${attr(v.kind)}" data-src="${attr(v.src)}" data-status-url="/api/playback/${attr(v.playbackId)}" data-state="loading">
+  const body = `<main id="player" data-kind="${attr(v.kind)}" data-src="${attr(v.src)}" data-status-url="/api/playback/${attr(v.playbackId)}" data-dvr="${attr(String(v.dvrSeconds ?? 0))}" data-state="loading">
 <div class="stage">
 <video id="video" controls playsinline${v.poster ? ` poster="${attr(v.poster)}"` : ""}></video>
 <div id="offline" class="notice" hidden><strong>This stream is offline.</strong><span>Playback starts by itself when it goes live.</span></div>
 <div id="error" class="notice" hidden><strong id="error-text">This recording cannot be played.</strong></div>
 <span id="live-badge" class="badge" hidden>LIVE</span>
 <span id="protocol" class="badge protocol" hidden></span>
+</div>
+<div id="dvr" class="dvr" hidden>
+<input id="seek" type="range" min="0" max="0" step="1" value="0" aria-label="Position in the live stream (arrow keys: 1 s; L: go live)">
+<span id="behind" class="behind" aria-live="polite"></span>
+<button id="go-live" type="button" title="Back to the live edge (L)">Go live</button>
 </div>
 <div class="bar">
 <h1>${escapeHtml(v.title)}</h1>
@@ -65,7 +72,7 @@ function notFoundPage(res: Response): void {
  * the stream's playback id and the session id together open, and the session id alone opens
  * nothing.
  */
-export function playerRouter(store: Store, signRecording: (sessionId: string) => string): express.Router {
+export function playerRouter(store: Store, signRecording: (sessionId: string) => string, dvrDefaultSeconds = 0): express.Router {
   const router = express.Router();
   serveAsset(router, "hls.min.js", require.resolve("hls.js/dist/hls.min.js"));
   serveAsset(router, "latencyTarget.js", "latencyTarget.js");
@@ -82,7 +89,8 @@ export function playerRouter(store: Store, signRecording: (sessionId: string) =>
       const src = `/hls/${playbackId}/index.m3u8${viewerQuery(req)}`;
       // Built beside src, with the same query: whatever opens the playlist opens the poster.
       const poster = `/hls/${playbackId}/${THUMBNAIL_FILE}${viewerQuery(req)}`;
-      return sendPage(res, 200, renderPlayer({ title: stream.name, playbackId, src, kind: "live", poster }), { framable: true });
+      const dvrSeconds = dvrWindowSeconds(stream.dvrWindow, dvrDefaultSeconds);
+      return sendPage(res, 200, renderPlayer({ title: stream.name, playbackId, src, kind: "live", poster, dvrSeconds }), { framable: true });
     }
     // A protected stream's recordings are not opened by a page anyone with the ids can load:
     // their signed URLs go to the owner through the API.

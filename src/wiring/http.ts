@@ -48,7 +48,7 @@ export function publicPages(
     livenessRouter(),
     operatorGate(config.metricsToken, () => operator.adminAddress),
     ...operator.routers,
-    playerRouter(store, (sessionId) => parts.signer.sign(sessionId)),
+    playerRouter(store, (sessionId) => parts.signer.sign(sessionId), config.dvrWindowSeconds),
     dashboardRouter(() => rtmpPublicUrl(config, live.rtmp.port)),
     broadcastRouter(),
     whipRoutes,
