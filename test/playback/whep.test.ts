@@ -57,6 +57,28 @@ async function stop(v: WhepViewer): Promise<number> {
   return v.stop();
 }
 
+/**
+ * A viewer that has received a second of Opus: `v`, or, when the server says it sent `v` that
+ * much but none arrived, one more viewer. The test client (libdatachannel) now and then delivers
+ * none of a track's packets for a whole connection in a long loaded run (seen in the full
+ * suite, never alone); a player would reconnect, and so does this.
+ */
+async function heardOpus(v: WhepViewer, url: string): Promise<WhepViewer> {
+  try {
+    await waitFor("a second of Opus", () => v.audioPackets() >= 50);
+    return v;
+  } catch (err) {
+    const state = await v.state();
+    const what = `${(err as Error).message}: ${v.audioPackets()} audio packets, ${v.videoPackets()} video packets received; the resource said ${JSON.stringify(state)}`;
+    if (state.audioSent < 50 || v.audioPackets() > 0) throw new Error(what);
+    console.warn(`${what}; asking again with another viewer`);
+    const again = await play(url);
+    expect(again.status).toBe(201);
+    await waitFor("a second of Opus at another viewer", () => again.audioPackets() >= 50);
+    return again;
+  }
+}
+
 const errorsOf = (body: string) => (JSON.parse(body) as { errors: string[] }).errors;
 const isRung = (f: DecodedFrame) => PROFILES.some((p) => p.width === f.width && p.height === f.height);
 const size = (f: DecodedFrame) => `${f.width}x${f.height}`;
@@ -123,10 +145,8 @@ describe("WHEP playback", () => {
     expect(video.frames.filter((f) => !isRung(f)).map(size)).toEqual([]);
     expect(v.firstFrameMs).toBeGreaterThan(0);
 
-    await waitFor("a second of Opus", () => v.audioPackets() >= 50).catch(async (err: Error) => {
-      throw new Error(`${err.message}: ${v.audioPackets()} audio packets, ${v.videoPackets()} video packets received; the resource said ${JSON.stringify(await v.state())}`);
-    });
-    expect(await decodeOpus(v.opusPackets())).toEqual({ errors: "" });
+    const heard = await heardOpus(v, whep(ladder.playbackId));
+    expect(await decodeOpus(heard.opusPackets())).toEqual({ errors: "" });
 
     const state = await v.state();
     expect(state).toMatchObject({ playbackId: ladder.playbackId, estimatedBitrate: null });
@@ -286,8 +306,9 @@ describe("WHEP playback of an H.264 source packaged as sent", () => {
     expect(video.frames.filter((f) => size(f) !== "640x360").map(size)).toEqual([]);
     // One process while someone watches: the audio's Opus encoder.
     expect(processes()).toBe(1);
-    await waitFor("a second of Opus", () => v.audioPackets() >= 50);
-    expect(await decodeOpus(v.opusPackets())).toEqual({ errors: "" });
+    const heard = await heardOpus(v, `http://127.0.0.1:${fx.t.server.port}/whep/${stream.playbackId}`);
+    expect(await decodeOpus(heard.opusPackets())).toEqual({ errors: "" });
+    if (heard !== v) await stop(heard);
     expect((await v.state()).rendition.index).toBe(0);
 
     // The last viewer gone, the encoder outlives it a while (OPUS_LINGER_MS), then stops.
