@@ -29,6 +29,8 @@ export interface LiveSessionInfo {
   /** `<DATA_DIR>/hls/<playbackId>`: rendition i's live playlist is `<hlsDir>/<i>/index.m3u8`. */
   hlsDir: string;
   renditions: Rendition[];
+  /** How far back its live playlists reach (seconds; 0: no DVR), fixed for the session. */
+  dvrSeconds: number;
   /**
    * The published stream (the source, as it arrives), written as FLV into a reader's pipe by
    * the local ingest: source-copy pushes read it on their stdin. FLV carries H.264 only: an

@@ -167,6 +167,8 @@ export class StreamRuntime {
       source: { name: stream.id, feed: (into) => deps.readSource(stream.id, into, "flv") },
       sourceCodec: () => (this.publisherId !== undefined ? deps.publisherStats(this.publisherId)?.videoCodec : undefined),
       record: session.record,
+      // Fixed for the session: a PATCH takes effect from the stream's next one.
+      dvrSeconds: dvrWindowSeconds(stream.dvrWindow, deps.dvrWindowSeconds ?? 0),
       log: this.log,
       leaseLost: () => this.leaseLost,
     };
@@ -191,8 +193,7 @@ export class StreamRuntime {
       lowLatency: deps.lowLatency,
       segmentSeconds: deps.segmentSeconds,
       listSize: deps.listSize,
-      // Fixed for the session: a PATCH takes effect from the stream's next one.
-      dvrSeconds: dvrWindowSeconds(stream.dvrWindow, deps.dvrWindowSeconds ?? 0),
+      dvrSeconds: this.info.dvrSeconds,
       ffmpegCmaf: deps.ffmpegCmaf,
       liveHls: deps.liveHls,
       log: this.log,
