@@ -24,3 +24,17 @@ export {
   type RestartTimers,
 } from "./restarts";
 export { ffconcatQuote, INPUT_RULES, inputArgs, InputScripts, inputScript, type InputKind, type UntrustedInput } from "./untrustedInput";
+export {
+  buildSpriteArgs,
+  buildTileArgs,
+  jpegSize,
+  renderStoryboardVtt,
+  spriteGrid,
+  spriteList,
+  STORYBOARD_DIR,
+  STORYBOARD_SPRITE,
+  STORYBOARD_VTT,
+  takesTile,
+  trimTiles,
+  type Tile,
+} from "./storyboard";
