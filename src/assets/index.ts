@@ -8,3 +8,4 @@ export { capRefusal, CLIP_END_AHEAD_MS, clipEnd, cutBytesNeeded, estimateClipByt
 export { CLIP_QUEUE, clipJob, ClipRefused, ClipService, DEFAULT_MAX_CLIP_SECONDS, freeBytesAt, type ClipJob, type ClipRequest, type ClipServiceDeps } from "./service";
 export { CLIP_RENDITION, describeAvailable, resolveClipSource, type SourcePaths } from "./sources";
 export { coveredRange, dateSegments, parseTimedPlaylist, planClip, type ClipPlan, type TimedSegment } from "./timeline";
+export { LiveStoryboard, type LiveStoryboardOptions } from "./liveStoryboard";

@@ -1,4 +1,5 @@
 import { RealtimeFeeds } from "../realtime";
+import { LiveStoryboard } from "../assets";
 import path from "node:path";
 import type { Writable } from "node:stream";
 import { PublishRelays, sendNotice } from "../cluster";
@@ -67,6 +68,8 @@ export interface SessionsArea {
   bridges: BridgeTickets;
   /** Live sessions' frames by playback id, for WebRTC playback; undefined when it is off. */
   realtime: RealtimeFeeds | undefined;
+  /** DVR streams' seek previews, kept by the sessions this node packages. */
+  storyboard: LiveStoryboard;
 }
 
 /** Live media: a publish → the session manager → one ffmpeg pipeline per session, and what watches them (storage, multistream, recordings, clips). */
@@ -95,6 +98,7 @@ export async function wireSessions(
   });
   stops.register("drain", "storage watch", () => storage.stop());
   const liveHls = new LiveHls();
+  const storyboard = new LiveStoryboard({ hlsDir, registry: processes, ffmpegPath: ffmpeg?.path });
   const realtime = config.webrtc.playback ? new RealtimeFeeds(log.child({ realtime: "feeds" })) : undefined;
   if (realtime) {
     const opus = ffmpeg ? ffmpegHasLibopus(ffmpeg.path) : false;
@@ -147,7 +151,7 @@ export async function wireSessions(
     liveHls,
     ...(realtime ? { realtime } : {}),
     disconnectPublisher: (id, refusal) => rtmp.server?.disconnect(id, refusal),
-    observers: [recorder, multistream, clipBuffer],
+    observers: [recorder, multistream, clipBuffer, storyboard],
     metrics,
     maxLiveStreamsPerUser: config.limits.maxLiveStreamsPerUser,
     transcodeBudget: config.transcodeBudget,
@@ -164,5 +168,5 @@ export async function wireSessions(
   // to finalize; then the recordings of every ended session not yet handed to finalize.
   await sessions.recoverAfterCrash(store.db.dialect === "sqlite");
   await recorder.recoverAfterCrash(await store.sessions.listUnfinalizedRecordings());
-  return { sessions, keys, orphans, liveHls, hlsDir, storage, rtmp, bridges, realtime };
+  return { sessions, keys, orphans, liveHls, hlsDir, storage, rtmp, bridges, realtime, storyboard };
 }
