@@ -42,7 +42,7 @@ export interface HlsAccess {
 }
 
 /** What a player shows: `?jwt=` or a `Livepeer-Jwt` header, `?accessKey=` or a `Livepeer-Access-Key` header, and our own tokens. */
-const credentials = (req: Request): Credentials => ({
+export const credentials = (req: Request): Credentials => ({
   jwt: req.query.jwt,
   jwtHeader: req.get("livepeer-jwt"),
   accessKey: req.query.accessKey || req.get("livepeer-access-key"),
@@ -51,7 +51,7 @@ const credentials = (req: Request): Credentials => ({
 });
 
 /** A refusal (401), or a check that could not be made now (503, with when to try again). */
-const refused = (res: Response, r: { status: number; error: string; retryAfterSeconds?: number }) => {
+export const refused = (res: Response, r: { status: number; error: string; retryAfterSeconds?: number }) => {
   if (r.retryAfterSeconds !== undefined) res.set("retry-after", String(r.retryAfterSeconds));
   res.status(r.status).set("cache-control", "no-store").json({ errors: [r.error] });
 };

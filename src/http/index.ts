@@ -1,4 +1,5 @@
 export { hlsRouter } from "./hls";
+export { storyboardRouter, type Storyboards } from "./storyboard";
 export { recordingsRouter } from "./recordings";
 export { assetsRouter } from "./assets";
 export { dashboardRouter } from "./dashboard";

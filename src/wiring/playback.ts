@@ -1,5 +1,5 @@
 import type { Store } from "../db";
-import { hlsRouter, whepRouter } from "../http";
+import { hlsRouter, storyboardRouter, whepRouter } from "../http";
 import { WhepPlayback, type RealtimeFeeds } from "../realtime";
 import { iceServerLinks, peerConfig, StunResponder } from "../webrtc";
 import { BlockingWaits } from "../hls";
@@ -10,7 +10,7 @@ import { WebhookSender } from "../webhooks";
 import type { Wiring } from "./context";
 import type { EventsArea } from "./events";
 import type { SessionsArea } from "./sessions";
-import type express from "express";
+import express from "express";
 
 /** The bandwidth a WebRTC viewer is assumed to have until its player says: most broadband and 4G. */
 const WHEP_START_BITRATE = 2_500_000;
@@ -28,7 +28,7 @@ export interface PlaybackArea {
 }
 
 /** Who may watch (playback policies) and who does (viewers, counted from the players' tokens); the HLS routes. */
-export function wirePlayback({ config, log, stops }: Wiring, store: Store, { outbound }: EventsArea, { liveHls, hlsDir, realtime }: SessionsArea, signer: RecordingUrlSigner): PlaybackArea {
+export function wirePlayback({ config, log, stops }: Wiring, store: Store, { outbound }: EventsArea, { liveHls, hlsDir, realtime, storyboard }: SessionsArea, signer: RecordingUrlSigner): PlaybackArea {
   const viewers = new ViewerCounter({ windowMs: config.viewerWindowMs });
   // Each node writes the counts of the streams it packages; the API sums the nodes' fresh rows.
   const flush = startViewerCountFlush({ counter: viewers, store, log, nodeId: config.nodeId, intervalMs: config.heartbeatMs, keep: (id) => liveHls.get(id) !== undefined });
@@ -56,7 +56,8 @@ export function wirePlayback({ config, log, stops }: Wiring, store: Store, { out
   const remote = store.db.dialect === "postgres" ? { find: remoteLiveNode(store, config.nodeId), mark: signer.deriveKey("node proxy mark").toString("base64url") } : undefined;
   const waits = new BlockingWaits({ perPlayback: config.limits.blockingWaitsPerPlayback, perClient: config.limits.blockingWaitsPerClient, perNode: config.limits.blockingWaitsPerNode });
   const subject = playbackSubjects(store);
-  const hls = hlsRouter(store, hlsDir, liveHls, { gate, subject }, remote, waits);
+  // The storyboard's two paths first: the HLS routes' own would answer them 404.
+  const hls = express.Router().use(storyboardRouter(storyboard, { gate, subject }), hlsRouter(store, hlsDir, liveHls, { gate, subject }, remote, waits));
   const whep = realtime && whepPlayback(config, log, realtime, viewers);
   if (whep) stops.register("intake", "WebRTC viewers", () => whep.close());
   // Not on a port the WebRTC peers gather on: the responder would take it from them.
