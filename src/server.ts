@@ -92,7 +92,7 @@ async function start(config: Config, log: Logger, shutdown: Shutdown): Promise<R
   const srt = w.srtUrls(config, () => live.rtmp.port);
   // A node without the api role serves HLS only: other nodes pass their viewers' requests to it.
   const app = c.has("api")
-    ? createApp({ store, log, publicUrl: links, signRecording, live: live.sessions, limits: config.limits, outbound: events.outbound, rateLimiter, srt, viewerCountsFreshMs: freshViewerRowsMs(config.heartbeatMs), clips: clips.clips, webrtcPlayback: config.webrtc.playback }, pages, metrics)
+    ? createApp({ store, log, publicUrl: links, signRecording, live: live.sessions, limits: config.limits, outbound: events.outbound, rateLimiter, srt, viewerCountsFreshMs: freshViewerRowsMs(config.heartbeatMs), clips: clips.clips, webrtcPlayback: config.webrtc.playback, dvrWindowSeconds: config.dvrWindowSeconds }, pages, metrics)
     : hlsOnly();
   const port = await w.listenPublic(c, app);
   publicUrl = resolvedPublicUrl(config, port);

@@ -31,4 +31,6 @@ export interface ApiDeps {
   viewerCountsFreshMs?: number;
   /** WebRTC playback (WHEP) is on: playback info lists it for live streams. */
   webrtcPlayback?: boolean;
+  /** DVR_WINDOW_SECONDS: the window of a stream whose dvrWindow is unset; 0 when absent. */
+  dvrWindowSeconds?: number;
 }

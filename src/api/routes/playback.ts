@@ -1,4 +1,5 @@
 import { assetUrls } from "../../assets";
+import { dvrWindowSeconds } from "../../shapes";
 import type { ApiDeps } from "../deps";
 import { notFound } from "../errors";
 import { route, type Route, type RouteResult } from "../route";
@@ -18,6 +19,11 @@ export function whepUrl(publicUrl: string, playbackId: string): string {
 /** The stream's newest picture, beside its playlists (src/media/thumbnails.ts): 404 until its first session writes one. */
 export function thumbnailUrl(publicUrl: string, playbackId: string): string {
   return `${publicUrl}/hls/${playbackId}/thumbnail.jpg`;
+}
+
+/** A DVR stream's seek preview (src/media/storyboard.ts): 404 until its session takes a first tile. */
+export function storyboardUrl(publicUrl: string, playbackId: string): string {
+  return `${publicUrl}/hls/${playbackId}/storyboard.vtt`;
 }
 
 export function playbackRoutes(deps: ApiDeps): Route[] {
@@ -44,6 +50,10 @@ export function playbackRoutes(deps: ApiDeps): Route[] {
               ...(deps.webrtcPlayback ? [{ hrn: "WebRTC (H264)" as const, type: "html5/video/h264" as const, url: whepUrl(deps.publicUrl(), s.playbackId!) }] : []),
               // Livepeer's names, which the SDK's enums accept.
               { hrn: "Thumbnail (JPEG)", type: "image/jpeg", url: thumbnailUrl(deps.publicUrl(), s.playbackId!) },
+              // Mux's name for it: only a live stream with a window to seek back into has one.
+              ...(s.isActive && dvrWindowSeconds(s.dvrWindow, deps.dvrWindowSeconds ?? 0) > 0
+                ? [{ hrn: "Storyboard (VTT)" as const, type: "text/vtt" as const, url: storyboardUrl(deps.publicUrl(), s.playbackId!) }]
+                : []),
             ],
           },
         };

@@ -9,8 +9,8 @@ export const playbackInfoObject = z
       playbackPolicy: z.object({ type: z.enum(["public", "jwt", "webhook"]) }).optional(),
       source: z.array(
         z.object({
-          hrn: z.enum(["HLS (TS)", "WebRTC (H264)", "MP4", "Thumbnail (JPEG)"]),
-          type: z.enum(["html5/application/vnd.apple.mpegurl", "html5/video/h264", "html5/video/mp4", "image/jpeg"]),
+          hrn: z.enum(["HLS (TS)", "WebRTC (H264)", "MP4", "Thumbnail (JPEG)", "Storyboard (VTT)"]),
+          type: z.enum(["html5/application/vnd.apple.mpegurl", "html5/video/h264", "html5/video/mp4", "image/jpeg", "text/vtt"]),
           url: z.string(),
         }),
       ),
