@@ -113,7 +113,10 @@ export class LiveStoryboard implements LiveSessionObserver {
     const file = path.join(board.dir, STORYBOARD_SPRITE);
     if (board.building) return board.building;
     if (!board.changed && fs.existsSync(file)) return Promise.resolve(file);
-    board.building = this.build(board, file).finally(() => (board.building = undefined));
+    // A folder gone under it (the next session's start) costs the answer, never an unhandled rejection.
+    board.building = this.build(board, file)
+      .catch((err: unknown) => (this.failed(board, { err }), undefined))
+      .finally(() => (board.building = undefined));
     return board.building;
   }
 
