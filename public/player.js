@@ -198,7 +198,9 @@
   });
   goLiveButton.addEventListener("click", goLive);
   document.addEventListener("keydown", function (e) {
-    if (!hls || dvrBar.hidden || e.target === seek || e.altKey || e.ctrlKey || e.metaKey) return;
+    // Form controls keep their own keys: the seek bar its arrows, the quality list its choices.
+    var control = e.target && e.target.closest && e.target.closest("input, select, textarea");
+    if (!hls || dvrBar.hidden || control || e.altKey || e.ctrlKey || e.metaKey) return;
     if (e.key === "l" || e.key === "L") goLive();
     else if (e.key === "ArrowLeft") seekTo(video.currentTime - SEEK_STEP_S);
     else if (e.key === "ArrowRight") seekTo(video.currentTime + SEEK_STEP_S);
