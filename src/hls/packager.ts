@@ -226,6 +226,20 @@ export class LivePackager {
     return this.isEnded;
   }
 
+  /** DVR: every rendition lists `seconds` back (at most the session's window); see RenditionTrack.setDvrWindow. */
+  setDvrWindow(seconds: number): void {
+    for (const t of this.tracks) t.setDvrWindow(seconds);
+  }
+
+  /**
+   * DVR: the window in force and the seconds listed (the top rendition's), and the bytes a
+   * second of the session takes in storage (every rendition's average so far).
+   */
+  get dvrFootprint(): { window: number; listed: number; bytesPerSecond: number } {
+    const bytesPerSecond = this.tracks.reduce((sum, t) => sum + t.bandwidth.average / 8, 0);
+    return { ...this.tracks[0]!.dvrSpan, bytesPerSecond };
+  }
+
   /** PART-TARGET, once known (before the first segment of a passthrough source it is not). */
   get partTarget(): number | undefined {
     return this.partTargetSeconds;

@@ -120,8 +120,26 @@ export class RenditionTrack {
   /** A segment of this session opened on a part that is not independent (a forced cut). */
   private cutBetweenKeyframes = false;
 
+  /** DVR: the seconds listed now: the asked window, or less while storage cannot hold it (setDvrWindow). */
+  private dvrWindow: number;
+
   constructor(readonly o: TrackOptions) {
     this.nextMsn = Math.max(1, o.firstMsn ?? 1);
+    this.dvrWindow = o.dvrSeconds ?? 0;
+  }
+
+  /**
+   * DVR: list `seconds` back instead (never more than asked): storage short of room for the
+   * whole window shortens it, and lengthens it again once room comes back. The oldest segments
+   * leave the playlist with the next complete segment, their files a grace list later.
+   */
+  setDvrWindow(seconds: number): void {
+    this.dvrWindow = Math.max(0, Math.min(this.o.dvrSeconds ?? 0, seconds));
+  }
+
+  /** DVR: the window in force (s), and the seconds of media the playlist lists now. */
+  get dvrSpan(): { window: number; listed: number } {
+    return { window: this.dvrWindow, listed: this.dvrListedSeconds };
   }
 
   /** A new init segment: the start of a run of the encoder (the first, a restart, a reconnect). */
@@ -360,7 +378,7 @@ export class RenditionTrack {
    * and be playing there); only those that leave it can be deleted.
    */
   private trimDvr(): HlsSegment[] {
-    const window = this.o.dvrSeconds ?? 0;
+    const window = this.dvrWindow;
     while (this.archive.length > 0 && this.dvrListedSeconds - this.archive[0]!.duration >= window) {
       const s = this.archive.shift()!;
       this.dvrListedSeconds -= s.duration;

@@ -289,6 +289,24 @@ describe("live DVR", () => {
     expect(first - (retired.at(-1)! + 1)).toBe(p.windowSegments + 2);
   });
 
+  it("a window cut for want of storage lists less from the next segment on, and says so in its footprint", () => {
+    const listedSeconds = (p: LivePackager) => (HLS.parse(p.mediaPlaylist(0)!) as HLS.types.MediaPlaylist).segments.filter((x) => x.uri).reduce((t, x) => t + x.duration, 0);
+    const p = dvrPackager(12);
+    [0, 10_000].forEach((at) => feed(p, pieces, at).end());
+    expect(listedSeconds(p)).toBeGreaterThanOrEqual(10);
+    p.setDvrWindow(4);
+    feed(p, pieces, 20_000).end();
+    const { window, listed, bytesPerSecond } = p.dvrFootprint;
+    expect(window).toBe(4);
+    expect(bytesPerSecond).toBeGreaterThan(0);
+    // What memory holds stays listed (the grace list of a playlist without DVR): 3 + 3 + 2 segments.
+    expect(listedSeconds(p)).toBeLessThan(10);
+    expect(listed).toBeCloseTo(listedSeconds(p), 3);
+    // Given back, never more than the session asked for.
+    p.setDvrWindow(99);
+    expect(p.dvrFootprint.window).toBe(12);
+  });
+
   it("counts the discontinuities that left the window; an ended DVR playlist lists the window with its ENDLIST", () => {
     const p = dvrPackager(4);
     threeRuns(p);
