@@ -18,11 +18,13 @@ export interface HealthSignals {
   unalignedRenditions?: readonly string[];
   /** Renditions of an encoder's own ladder that have sent no media while the top one plays (their names). */
   silentRenditions?: readonly string[];
+  /** The DVR window is shorter than asked for want of disk: what to tell the broadcaster. */
+  dvrCut?: string;
 }
 
 /** Each issue's kind, for metrics (a label with few values). */
-export type IssueKind = "reconnecting" | "slow_transcode" | "long_keyframe_interval" | "bitrate_collapse" | "no_audio" | "unaligned_keyframes" | "silent_renditions";
-export const ISSUE_KINDS: IssueKind[] = ["reconnecting", "slow_transcode", "long_keyframe_interval", "bitrate_collapse", "no_audio", "unaligned_keyframes", "silent_renditions"];
+export type IssueKind = "reconnecting" | "slow_transcode" | "long_keyframe_interval" | "bitrate_collapse" | "no_audio" | "unaligned_keyframes" | "silent_renditions" | "dvr_window_cut";
+export const ISSUE_KINDS: IssueKind[] = ["reconnecting", "slow_transcode", "long_keyframe_interval", "bitrate_collapse", "no_audio", "unaligned_keyframes", "silent_renditions", "dvr_window_cut"];
 
 export interface Health {
   isHealthy: boolean;
@@ -75,6 +77,7 @@ export function assessHealth(s: HealthSignals): Health {
         `the encoder announced renditions that send no frames (${s.silentRenditions.join(", ")}): viewers get the others; check the encoder's multitrack settings`,
       );
     }
+    if (s.dvrCut) add("dvr_window_cut", s.dvrCut);
   }
   return { isHealthy: issues.length === 0, issues, kinds };
 }

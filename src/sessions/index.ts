@@ -7,3 +7,4 @@ export type { LiveControl, StreamNotice } from "./control";
 export { endOrphanedSession, type OrphanDeps } from "./orphans";
 export { offsetClock, realClock, type Clock, type ClockTimer } from "./clock";
 export type { LiveSessionInfo, LiveSessionObserver, WrittenSegment } from "./observer";
+export { DvrSpace, type DvrSession } from "./dvrSpace";

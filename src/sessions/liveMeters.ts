@@ -68,7 +68,7 @@ export class LiveMeters {
   }
 
   /** Livepeer's isHealthy and issues: reconnecting while the window is open, else the live signals. */
-  health(stats: PublisherStats | undefined, live: boolean, reconnectingSecondsLeft: number | undefined, ladder: { unaligned: string[]; silent: string[] } = { unaligned: [], silent: [] }): Health {
+  health(stats: PublisherStats | undefined, live: boolean, reconnectingSecondsLeft: number | undefined, ladder: { unaligned: string[]; silent: string[] } = { unaligned: [], silent: [] }, dvrCut?: string): Health {
     if (reconnectingSecondsLeft !== undefined) return assessHealth({ reconnectingSecondsLeft, segmentSeconds: this.segmentSeconds, hasAudio: true });
     const { ingestRate } = this.rates(stats, live);
     const elapsed = (Date.now() - this.publishStartedAt) / 1000;
@@ -79,6 +79,7 @@ export class LiveMeters {
       hasAudio: stats?.hasAudio ?? true,
       unalignedRenditions: ladder.unaligned,
       silentRenditions: ladder.silent,
+      dvrCut,
       // Only once the 10 s rate is not simply the publish's start.
       ...(stats && elapsed > 2 * (RATE_WINDOW_MS / 1000) ? { ingestRate, ingestAverage: stats.bytesRead / elapsed } : {}),
     });

@@ -110,6 +110,8 @@ export class StreamRuntime {
   /** When the reconnect window runs out (ms), while the session waits for its publisher. */
   private windowEndsAt: number | undefined;
   private readonly meters: LiveMeters;
+  /** Why the DVR window is shorter than asked, while it is. */
+  private dvrCut: string | undefined;
   private readonly clock: Clock;
   private markClosed!: () => void;
   /** Resolves when the session has ended and its state and events are written. */
@@ -378,7 +380,18 @@ export class StreamRuntime {
     const left = this.windowEndsAt !== undefined ? Math.max(0, (this.windowEndsAt - this.clock.now()) / 1000) : undefined;
     const names = (indexes: number[]) => indexes.map((i) => this.info.renditions[i]!.name);
     const { packager } = this.hls;
-    return this.meters.health(this.currentStats(), this.active, left, { unaligned: names(packager.unalignedRenditions()), silent: names(packager.silentRenditions()) });
+    return this.meters.health(this.currentStats(), this.active, left, { unaligned: names(packager.unalignedRenditions()), silent: names(packager.silentRenditions()) }, this.dvrCut);
+  }
+
+  /** DVR: the window in force, the seconds listed, a second's bytes in storage (see DvrSpace). */
+  dvrFootprint(): { window: number; listed: number; bytesPerSecond: number } {
+    return this.hls.packager.dvrFootprint;
+  }
+
+  /** DVR: list `seconds` back (storage short of room for the whole window); `issue` says so in the stream's health. */
+  setDvrWindow(seconds: number, issue: string | undefined): void {
+    this.hls.packager.setDvrWindow(seconds);
+    this.dvrCut = issue;
   }
 
   private currentStats() {

@@ -5,13 +5,13 @@ import type { Writable } from "node:stream";
 import { PublishRelays, sendNotice } from "../cluster";
 import type { Config } from "../config";
 import type { Store } from "../db";
-import { StorageWatch, STORAGE_RESERVE_BYTES } from "../health";
+import { MIN_FREE_BYTES, StorageWatch, STORAGE_RESERVE_BYTES } from "../health";
 import { LiveHls, PART_SECONDS } from "../hls";
 import { BridgeTickets, FlvPipeReader, INGEST_APP, Mp4PipeReader, type RtmpIngest } from "../ingest";
 import { ffmpegHasCmaf, ffmpegHasLibopus, type SourceForm } from "../media";
 import type { Metrics } from "../metrics";
 import { MultistreamManager } from "../multistream";
-import { offsetClock, SessionManager, StreamKeyIndex, type OrphanDeps } from "../sessions";
+import { DvrSpace, offsetClock, SessionManager, StreamKeyIndex, type DvrSession, type OrphanDeps } from "../sessions";
 import type { ClipsArea } from "./clips";
 import type { Wiring } from "./context";
 import type { EventsArea } from "./events";
@@ -112,6 +112,14 @@ export async function wireSessions(
   // which finishes their pushes; the registry stops any still draining after.
   const multistream = new MultistreamManager({ store, events, log, registry: processes, ffmpegPath: ffmpeg?.path, policy: outbound, metrics: metrics.restarts });
   stops.register("release", "multistream pushes", () => multistream.settled());
+  // DVR windows fitted to the disk (and ended ones deleted in time); it asks the manager below for its sessions.
+  const dvrSpace = new DvrSpace({
+    hlsDir,
+    keepFreeBytes: Math.max(config.storageMinFreeBytes, MIN_FREE_BYTES) + STORAGE_RESERVE_BYTES,
+    sessions: (): DvrSession[] => sessions.runtimes(),
+    log,
+  });
+  stops.register("drain", "DVR storage watch", () => dvrSpace.stop());
   const keys = new StreamKeyIndex(store, log);
   // Sessions whose process is gone (a crash here, another node's death) end through this.
   const orphans: OrphanDeps = {
@@ -151,7 +159,7 @@ export async function wireSessions(
     liveHls,
     ...(realtime ? { realtime } : {}),
     disconnectPublisher: (id, refusal) => rtmp.server?.disconnect(id, refusal),
-    observers: [recorder, multistream, clipBuffer, storyboard],
+    observers: [recorder, multistream, clipBuffer, storyboard, dvrSpace],
     metrics,
     maxLiveStreamsPerUser: config.limits.maxLiveStreamsPerUser,
     transcodeBudget: config.transcodeBudget,

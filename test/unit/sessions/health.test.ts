@@ -12,6 +12,7 @@ describe("assessHealth", () => {
     ["no_audio", { hasAudio: false }, /no audio/],
     ["unaligned_keyframes", { unalignedRenditions: ["source track 1"] }, /keyframes at different instants \(source track 1 against the top one\)/],
     ["silent_renditions", { silentRenditions: ["source track 2"] }, /announced renditions that send no frames \(source track 2\)/],
+    ["dvr_window_cut", { dvrCut: "DVR window cut to 60 s of the 7200 s asked" }, /^DVR window cut to 60 s of the 7200 s asked$/],
   ] as const)("%s", (kind, signals, text) => {
     const h = assessHealth({ ...base, ...signals });
     expect(h.isHealthy).toBe(false);
