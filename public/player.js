@@ -155,6 +155,7 @@
     // Shown once there is more to go back to than the live window itself.
     dvrBar.hidden = !r || r.edge - r.start < 15;
     if (!r) return;
+    if (!dvrBar.hidden) readStoryboard();
     var behind = Math.max(0, r.edge - video.currentTime);
     if (behind < LIVE_EDGE_S && behindByChoice && !video.paused) behindByChoice = false;
     stats.dvr = { start: r.start, edge: r.edge, behind: behind, byChoice: behindByChoice };
@@ -197,6 +198,50 @@
     if (r) seekTo(r.start + Number(seek.value));
   });
   goLiveButton.addEventListener("click", goLive);
+
+  // The seek bar's preview (public/seekPreview.js): the storyboard's tile of the point under the
+  // pointer, or of where the bar is dragged. The storyboard grows with the window: read again
+  // when older than PREVIEW_REFRESH_MS.
+  var storyboardUrl = root.dataset.storyboard;
+  var preview = document.getElementById("seek-preview");
+  var previewCues = null;
+  var previewReadAt = 0;
+  var PREVIEW_REFRESH_MS = 10000;
+  function readStoryboard() {
+    if (!storyboardUrl || Date.now() - previewReadAt < PREVIEW_REFRESH_MS) return;
+    previewReadAt = Date.now();
+    var url = new URL(storyboardUrl, location.href).href;
+    fetch(url).then(function (r) { return r.ok ? r.text() : null; }).then(function (text) {
+      if (text) previewCues = window.onairSeekPreview.parse(text, url);
+    }).catch(function () { /* no preview this time: the bar works without */ });
+  }
+  function showPreview(fraction) {
+    var r = dvrRange();
+    var level = hls && (hls.levels[hls.currentLevel] || hls.levels[hls.loadLevel] || hls.levels[0]);
+    var fragments = level && level.details ? level.details.fragments : null;
+    if (!r || !fragments || !preview) return;
+    var f = Math.min(1, Math.max(0, fraction));
+    var t = r.start + f * (r.edge - r.start);
+    var cue = window.onairSeekPreview.at(previewCues, window.onairSeekPreview.dateAt(fragments, t));
+    if (!cue) return void (preview.hidden = true);
+    var width = seek.getBoundingClientRect().width;
+    preview.style.width = cue.w + "px";
+    preview.style.height = cue.h + "px";
+    preview.style.backgroundImage = 'url("' + cue.url + '")';
+    preview.style.backgroundPosition = -cue.x + "px " + -cue.y + "px";
+    preview.style.left = Math.max(0, Math.min(width - cue.w, f * width - cue.w / 2)) + "px";
+    preview.hidden = false;
+    stats.preview = { at: t, url: cue.url, x: cue.x, y: cue.y, w: cue.w, h: cue.h };
+  }
+  seek.addEventListener("pointermove", function (e) {
+    var rect = seek.getBoundingClientRect();
+    if (rect.width > 0) showPreview((e.clientX - rect.left) / rect.width);
+  });
+  seek.addEventListener("input", function () {
+    if (Number(seek.max) > 0) showPreview(Number(seek.value) / Number(seek.max));
+  });
+  seek.addEventListener("pointerleave", function () { if (!dragging && preview) preview.hidden = true; });
+  seek.addEventListener("change", function () { if (preview) preview.hidden = true; });
   document.addEventListener("keydown", function (e) {
     // Form controls keep their own keys: the seek bar its arrows, the quality list its choices.
     var control = e.target && e.target.closest && e.target.closest("input, select, textarea");

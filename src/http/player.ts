@@ -1,7 +1,7 @@
 import express, { type Request, type Response } from "express";
 import type { Store } from "../db";
 import { dvrWindowSeconds, isGated } from "../shapes";
-import { THUMBNAIL_FILE } from "../media";
+import { STORYBOARD_VTT, THUMBNAIL_FILE } from "../media";
 import { malformedPathIsNotFound } from "./malformedPath";
 import { escapeHtml, OBJECT_ID, renderPage, sendPage, serveAsset } from "./pages";
 
@@ -22,12 +22,14 @@ export interface PlayerView {
   poster?: string;
   /** Live DVR: seconds the stream's playlists reach back (0 or unsaid: none); the page then offers a seek bar. */
   dvrSeconds?: number;
+  /** Live DVR: the storyboard VTT the seek bar's preview reads, relative to the page's origin. */
+  storyboard?: string;
 }
 
 /** The player page's HTML. Pure: every value is escaped here. */
 export function renderPlayer(v: PlayerView): string {
   const attr = escapeHtml;
-  const body = `<main id="player" data-kind="${attr(v.kind)}" data-src="${attr(v.src)}" data-status-url="/api/playback/${attr(v.playbackId)}" data-dvr="${attr(String(v.dvrSeconds ?? 0))}" data-state="loading">
+  const body = `<main id="player" data-kind="${attr(v.kind)}" data-src="${attr(v.src)}" data-status-url="/api/playback/${attr(v.playbackId)}" data-dvr="${attr(String(v.dvrSeconds ?? 0))}"${v.storyboard ? ` data-storyboard="${attr(v.storyboard)}"` : ""} data-state="loading">
 <div class="stage">
 <video id="video" controls playsinline${v.poster ? ` poster="${attr(v.poster)}"` : ""}></video>
 <div id="offline" class="notice" hidden><strong>This stream is offline.</strong><span>Playback starts by itself when it goes live.</span></div>
@@ -36,6 +38,7 @@ export function renderPlayer(v: PlayerView): string {
 <span id="protocol" class="badge protocol" hidden></span>
 </div>
 <div id="dvr" class="dvr" hidden>
+<div id="seek-preview" class="seek-preview" hidden></div>
 <input id="seek" type="range" min="0" max="0" step="1" value="0" aria-label="Position in the live stream (arrow keys: 1 s; L: go live)">
 <span id="behind" class="behind" aria-live="polite"></span>
 <button id="go-live" type="button" title="Back to the live edge (L)">Go live</button>
@@ -45,7 +48,7 @@ export function renderPlayer(v: PlayerView): string {
 <label class="quality">Quality <select id="quality" disabled><option value="-1">Auto</option></select></label>
 </div>
 </main>`;
-  return renderPage({ title: `${v.title} · onair`, body, scripts: ["hls.min.js", "latencyTarget.js", "whep.js", "player.js"], bodyClass: "player-page" });
+  return renderPage({ title: `${v.title} · onair`, body, scripts: ["hls.min.js", "latencyTarget.js", "seekPreview.js", "whep.js", "player.js"], bodyClass: "player-page" });
 }
 
 /**
@@ -76,6 +79,7 @@ export function playerRouter(store: Store, signRecording: (sessionId: string) =>
   const router = express.Router();
   serveAsset(router, "hls.min.js", require.resolve("hls.js/dist/hls.min.js"));
   serveAsset(router, "latencyTarget.js", "latencyTarget.js");
+  serveAsset(router, "seekPreview.js", "seekPreview.js");
   serveAsset(router, "whep.js", "whep.js");
   serveAsset(router, "player.js", "player.js");
   serveAsset(router, "onair.css", "onair.css");
@@ -90,7 +94,8 @@ export function playerRouter(store: Store, signRecording: (sessionId: string) =>
       // Built beside src, with the same query: whatever opens the playlist opens the poster.
       const poster = `/hls/${playbackId}/${THUMBNAIL_FILE}${viewerQuery(req)}`;
       const dvrSeconds = dvrWindowSeconds(stream.dvrWindow, dvrDefaultSeconds);
-      return sendPage(res, 200, renderPlayer({ title: stream.name, playbackId, src, kind: "live", poster, dvrSeconds }), { framable: true });
+      const storyboard = dvrSeconds > 0 ? `/hls/${playbackId}/${STORYBOARD_VTT}${viewerQuery(req)}` : undefined;
+      return sendPage(res, 200, renderPlayer({ title: stream.name, playbackId, src, kind: "live", poster, dvrSeconds, storyboard }), { framable: true });
     }
     // A protected stream's recordings are not opened by a page anyone with the ids can load:
     // their signed URLs go to the owner through the API.
