@@ -58,9 +58,9 @@ export function storyboardRouter(storyboards: Storyboards, access: HlsAccess): e
   router.get(`/hls/:playbackId/${STORYBOARD_VTT}`, async (req, res) => {
     const credential = await admitted(req, res);
     if (!credential) return;
-    const text = await storyboards.vtt(req.params.playbackId, (id) => spriteUrl(id, credential));
-    if (text === undefined) return notFound(res);
-    res.set("content-type", "text/vtt; charset=utf-8").send(Buffer.from(text));
+    const vtt = await storyboards.vtt(req.params.playbackId, (id) => spriteUrl(id, credential));
+    if (vtt === undefined) return notFound(res);
+    res.set("content-type", "text/vtt; charset=utf-8").send(Buffer.from(vtt));
   });
   router.get(`/hls/:playbackId/${STORYBOARD_SPRITE}`, async (req, res) => {
     if (!(await admitted(req, res))) return;
