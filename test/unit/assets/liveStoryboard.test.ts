@@ -50,6 +50,8 @@ let registry: ProcessRegistry;
 let board: LiveStoryboard;
 let hlsDir: string;
 let n = 0;
+/** Each tile's taking, from the segment to the tile in the list (a stopped ffmpeg is not yet a listed tile). */
+let taken: Promise<void>[];
 beforeEach(() => {
   fs.rmSync(log, { force: true });
   fs.rmSync(gates, { recursive: true, force: true });
@@ -57,6 +59,14 @@ beforeEach(() => {
   hlsDir = fs.mkdtempSync(path.join(dir, "hls-"));
   registry = new ProcessRegistry();
   board = new LiveStoryboard({ hlsDir, registry, ffmpegPath: ffmpeg, now: () => now });
+  taken = [];
+  const spied = board as unknown as { take(...a: unknown[]): Promise<void> };
+  const take = spied.take.bind(board);
+  spied.take = (...a) => {
+    const p = take(...a);
+    taken.push(p);
+    return p;
+  };
 });
 afterEach(async () => {
   open("tile");
@@ -73,10 +83,11 @@ function segment(seq: number, atSeconds: number): WrittenSegment {
 }
 /** Writes a segment that takes a tile, lets the tile's ffmpeg finish, and waits for the tile. */
 async function tile(info: LiveSessionInfo, seq: number, atSeconds: number): Promise<void> {
-  const ends = count("end tile");
+  const takes = taken.length;
   open("tile");
   board.segmentWritten(info, segment(seq, atSeconds));
-  await waitFor("the tile", () => count("end tile") === ends + 1 && registry.size === 0);
+  expect(taken.length).toBe(takes + 1);
+  await taken[takes];
   close("tile");
 }
 const spriteOf = (vtt: string) => /\n(storyboard\.jpg\?v=([0-9a-z]+))#xywh/.exec(vtt)!;
