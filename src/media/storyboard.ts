@@ -13,7 +13,17 @@ export const STORYBOARD_COLUMNS = 10;
 /** The folder beside the renditions' the tiles and sprite are written to. */
 export const STORYBOARD_DIR = "storyboard";
 export const STORYBOARD_VTT = "storyboard.vtt";
+/** The sprite's URL; `?v=<id>` names one build of it, the one a VTT's cues were drawn for. */
 export const STORYBOARD_SPRITE = "storyboard.jpg";
+/** The query parameter naming a sprite build. */
+export const STORYBOARD_SPRITE_PARAM = "v";
+/**
+ * A sheet has at most this many rows: a sprite's height stays far under JPEG's 65,535 px limit
+ * (and its decode small), whatever the window's length. An hour's window is 72 rows.
+ */
+export const STORYBOARD_MAX_ROWS = 100;
+/** JPEG's largest side, less a margin. */
+const JPEG_MAX_SIDE = 65_500;
 
 /**
  * Segment durations are not exact multiples of a second: a segment starting 4.9 s after the last
@@ -43,6 +53,37 @@ export function trimTiles(tiles: Tile[], liveEdge: number, windowSeconds: number
   return { kept: tiles.slice(first), dropped: tiles.slice(0, first) };
 }
 
+/** A build's sprite file in the storyboard folder: each build has its own, so none is written over while read. */
+export function spriteFile(id: string): string {
+  return `sprite-${id}.jpg`;
+}
+
+/** A tile's date (pure): its segment's, never before the previous tile's (a wall clock stepped back would turn cues around). */
+export function tileDate(previous: number | undefined, programDateTime: number): number {
+  return previous === undefined ? programDateTime : Math.max(previous, programDateTime);
+}
+
+/** How many tiles one sprite holds at most (pure): STORYBOARD_MAX_ROWS rows, fewer when tiles are tall. */
+export function spriteCapacity(size: { height: number }): number {
+  const rows = Math.max(1, Math.min(STORYBOARD_MAX_ROWS, Math.floor(JPEG_MAX_SIDE / Math.max(1, size.height))));
+  return rows * STORYBOARD_COLUMNS;
+}
+
+/**
+ * The tiles a sprite draws (pure): all of them while they fit, else every k-th from the oldest
+ * (a coarser step for a long window), each standing for the media until the next one drawn, the
+ * last until the end of the newest tile: the cues still cover the whole window.
+ */
+export function spriteTiles(tiles: Tile[], size: { height: number }): Tile[] {
+  const capacity = spriteCapacity(size);
+  if (tiles.length <= capacity) return tiles;
+  const step = Math.ceil(tiles.length / capacity);
+  const newest = tiles[tiles.length - 1]!;
+  const end = newest.programDateTime + newest.duration * 1000;
+  const drawn = tiles.filter((_, i) => i % step === 0);
+  return drawn.map((t, i) => ({ ...t, duration: ((drawn[i + 1]?.programDateTime ?? end) - t.programDateTime) / 1000 }));
+}
+
 /** The sprite's grid for `count` tiles (pure): one row until it is full, then rows of STORYBOARD_COLUMNS. */
 export function spriteGrid(count: number): { columns: number; rows: number } {
   const columns = Math.max(1, Math.min(STORYBOARD_COLUMNS, count));
@@ -63,18 +104,19 @@ export function vttTime(seconds: number): string {
 }
 
 /**
- * The storyboard's WebVTT (pure). Cue times count from the first tile's program date, which the
- * NOTE gives: a player maps them to the playlist's EXT-X-PROGRAM-DATE-TIME. A cue ends where the
- * next begins, so the seek bar has no gaps.
+ * The storyboard's WebVTT (pure). Cue times count from `origin` (ms; the session's first tile's
+ * program date, so a tile's cue keeps its times as older tiles leave the window), which the NOTE
+ * gives: a player maps them to the playlist's EXT-X-PROGRAM-DATE-TIME. A cue ends where the next
+ * begins, so the seek bar has no gaps; no cue starts before the one above it.
  */
-export function renderStoryboardVtt(tiles: Tile[], size: { width: number; height: number }, sprite = STORYBOARD_SPRITE): string {
-  const first = tiles[0];
-  if (!first) return "WEBVTT\n";
-  const lines = ["WEBVTT", "", `NOTE program-date-time ${new Date(first.programDateTime).toISOString()}`, ""];
+export function renderStoryboardVtt(tiles: Tile[], size: { width: number; height: number }, sprite = STORYBOARD_SPRITE, origin = tiles[0]?.programDateTime): string {
+  if (tiles.length === 0 || origin === undefined) return "WEBVTT\n";
+  const lines = ["WEBVTT", "", `NOTE program-date-time ${new Date(origin).toISOString()}`, ""];
+  let start = 0;
   tiles.forEach((t, i) => {
-    const start = (t.programDateTime - first.programDateTime) / 1000;
+    start = Math.max(start, (t.programDateTime - origin) / 1000);
     const next = tiles[i + 1];
-    const end = next ? (next.programDateTime - first.programDateTime) / 1000 : start + t.duration;
+    const end = next ? (next.programDateTime - origin) / 1000 : start + t.duration;
     const p = tilePosition(i, tiles.length, size);
     lines.push(`${vttTime(start)} --> ${vttTime(Math.max(end, start + 0.001))}`, `${sprite}#xywh=${p.x},${p.y},${p.w},${p.h}`, "");
   });

@@ -6,8 +6,9 @@ import { probe, pushTestStream, waitFor, type Push } from "../helpers/media";
 import { useTestServer } from "../helpers/server";
 
 // The seek preview of a DVR stream over real RTMP: storyboard.vtt's cues come about every 5 s
-// and cover the pushed media, their tiles fall inside the sprite; a stream without DVR has
-// none; a jwt stream's storyboard needs the viewer's token, as its media do.
+// and cover the pushed media, and name the sprite drawn from exactly their tiles (still served
+// once a newer one is built); a stream without DVR has none; a jwt stream's storyboard needs
+// the viewer's token, as its media do, and passes on only that.
 
 const fx = useTestServer({ HLS_SEGMENT_SECONDS: "1" });
 const { api } = fx;
@@ -41,17 +42,32 @@ interface Cue {
   xywh: number[];
 }
 
-/** The cues of a storyboard VTT, checked for its shape on the way. */
-function parseVtt(text: string): { note: string; cues: Cue[] } {
+/** The cues of a storyboard VTT and the sprite they name (one for all), checked for its shape on the way. */
+function parseVtt(text: string): { note: string; cues: Cue[]; sprite: string } {
   const blocks = text.trim().split(/\n\n+/);
   expect(blocks[0]).toBe("WEBVTT");
   const note = /^NOTE program-date-time (\S+)$/.exec(blocks[1]!)![1]!;
+  const sprites = new Set<string>();
   const cues = blocks.slice(2).map((b) => {
-    const m = /^(\d\d:\d\d:\d\d\.\d{3}) --> (\d\d:\d\d:\d\d\.\d{3})\nstoryboard\.jpg(?:\?[^#\n]*)?#xywh=(\d+),(\d+),(\d+),(\d+)$/.exec(b);
+    const m = /^(\d\d:\d\d:\d\d\.\d{3}) --> (\d\d:\d\d:\d\d\.\d{3})\n(storyboard\.jpg\?v=[0-9a-z]+(?:&[^#\n]*)?)#xywh=(\d+),(\d+),(\d+),(\d+)$/.exec(b);
     expect(m).not.toBeNull();
-    return { start: seconds(m![1]!), end: seconds(m![2]!), xywh: m!.slice(3, 7).map(Number) };
+    sprites.add(m![3]!);
+    return { start: seconds(m![1]!), end: seconds(m![2]!), xywh: m!.slice(4, 8).map(Number) };
   });
-  return { note, cues };
+  expect(sprites.size).toBe(1);
+  return { note, cues, sprite: [...sprites][0]! };
+}
+
+/** A sprite's picture size, fetched and probed. */
+async function spriteSize(url: string): Promise<{ width: number; height: number }> {
+  const sprite = await fetch(url);
+  expect(sprite.status).toBe(200);
+  expect(sprite.headers.get("content-type")).toBe("image/jpeg");
+  const file = path.join(dir, `sprite-${Date.now()}.jpg`);
+  fs.writeFileSync(file, Buffer.from(await sprite.arrayBuffer()));
+  const [video] = (await probe(file)).streams;
+  expect(video!.codec_name).toBe("mjpeg");
+  return { width: video!.width!, height: video!.height! };
 }
 
 let dvr: Stream;
@@ -69,7 +85,7 @@ describe("live storyboard", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^text\/vtt/);
     expect(res.headers.get("cache-control")).toBe("no-cache");
-    const { note, cues } = parseVtt(await res.text());
+    const { note, cues, sprite: spriteUrl } = parseVtt(await res.text());
     expect(Number.isNaN(Date.parse(note))).toBe(false);
     expect(cues.length).toBeGreaterThanOrEqual(3);
     expect(cues[0]!.start).toBe(0);
@@ -79,20 +95,28 @@ describe("live storyboard", () => {
       expect(c.start - cues[i]!.start).toBeLessThanOrEqual(7);
     });
     expect(cues[cues.length - 1]!.end).toBeGreaterThanOrEqual(12);
-    const sprite = await fetch(base(dvr) + "storyboard.jpg");
-    expect(sprite.status).toBe(200);
-    expect(sprite.headers.get("content-type")).toBe("image/jpeg");
-    const file = path.join(dir, "sprite.jpg");
-    fs.writeFileSync(file, Buffer.from(await sprite.arrayBuffer()));
-    const [video] = (await probe(file)).streams;
-    expect(video!.codec_name).toBe("mjpeg");
-    // The sprite may have gained a tile since the VTT was read: its grid is at least the VTT's.
-    expect(video!.width).toBe(Math.min(10, Math.max(cues.length, video!.width! / 160)) * 160);
+    // The sprite the VTT names is drawn from exactly its tiles: its grid is the cues'.
+    const video = await spriteSize(base(dvr) + spriteUrl);
+    expect(video.width).toBe(Math.min(10, cues.length) * 160);
+    expect(video.height).toBe(Math.ceil(cues.length / 10) * cues[0]!.xywh[3]!);
     for (const { xywh: [x, y, w, h] } of cues) {
       expect(w).toBe(160);
-      expect(x! + w!).toBeLessThanOrEqual(video!.width!);
-      expect(y! + h!).toBeLessThanOrEqual(video!.height!);
+      expect(x! + w!).toBeLessThanOrEqual(video.width);
+      expect(y! + h!).toBeLessThanOrEqual(video.height);
     }
+  });
+
+  it("a VTT read after a new tile names a new sprite; the one before is still served, and the cues kept their times", async () => {
+    const before = parseVtt(await (await fetch(base(dvr) + "storyboard.vtt")).text());
+    const after = await waitFor("a new tile", async () => {
+      const v = parseVtt(await (await fetch(base(dvr) + "storyboard.vtt")).text());
+      return v.cues.length > before.cues.length ? v : undefined;
+    }, 15_000, 500);
+    expect(after.sprite).not.toBe(before.sprite);
+    expect(after.note).toBe(before.note);
+    expect(after.cues.slice(0, before.cues.length - 1)).toEqual(before.cues.slice(0, -1));
+    expect((await spriteSize(base(dvr) + before.sprite)).width).toBe(Math.min(10, before.cues.length) * 160);
+    expect((await fetch(base(dvr) + "storyboard.jpg?v=nosuchbuild")).status).toBe(404);
   });
 
   it("a stream without DVR has none", async () => {
@@ -110,10 +134,14 @@ describe("live storyboard", () => {
     await waitFor("the storyboard", async () => (await fetch(base(gated) + `storyboard.vtt?jwt=${jwt}`)).status === 200, 15_000, 250);
     expect((await fetch(base(gated) + "storyboard.vtt")).status).toBe(401);
     expect((await fetch(base(gated) + "storyboard.jpg")).status).toBe(401);
-    const vtt = await (await fetch(base(gated) + `storyboard.vtt?jwt=${jwt}`)).text();
-    // The sprite's URL carries the viewer's token: relative to the VTT's, it loads.
-    const sprite = /\n(storyboard\.jpg\?[^#\n]+)#xywh/.exec(vtt)![1]!;
-    expect(sprite).toContain(`jwt=${jwt}`);
-    expect((await fetch(base(gated) + sprite)).status).toBe(200);
+    const res = await fetch(base(gated) + `storyboard.vtt?jwt=${jwt}&other=%3Cscript%3E`);
+    expect(res.headers.get("cache-control")).toBe("private, no-cache");
+    // The sprite's URL carries the viewer's token and nothing else of the query: relative to the VTT's, it loads.
+    const { sprite } = parseVtt(await res.text());
+    expect(new URLSearchParams(sprite.slice(sprite.indexOf("?") + 1)).get("jwt")).toBe(jwt);
+    expect(sprite).not.toContain("other");
+    const image = await fetch(base(gated) + sprite);
+    expect(image.status).toBe(200);
+    expect(image.headers.get("cache-control")).toBe("private, no-cache");
   });
 });

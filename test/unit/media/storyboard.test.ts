@@ -1,4 +1,4 @@
-import { buildSpriteArgs, buildTileArgs, jpegSize, renderStoryboardVtt, spriteGrid, takesTile, tilePosition, trimTiles, vttTime, type Tile } from "../../../src/media/storyboard";
+import { buildSpriteArgs, buildTileArgs, jpegSize, renderStoryboardVtt, spriteCapacity, spriteFile, spriteGrid, spriteTiles, STORYBOARD_MAX_ROWS, takesTile, tileDate, tilePosition, trimTiles, vttTime, type Tile } from "../../../src/media/storyboard";
 
 const T0 = Date.parse("2026-01-01T00:00:00.000Z");
 const tile = (msn: number, atSeconds: number, duration = 5): Tile => ({ msn, programDateTime: T0 + atSeconds * 1000, duration });
@@ -82,6 +82,54 @@ describe("renderStoryboardVtt", () => {
     const vtt = renderStoryboardVtt(Array.from({ length: 11 }, (_, i) => tile(i * 5, i * 5)), size);
     expect(vtt).toContain("00:00:50.000 --> 00:00:55.000\nstoryboard.jpg#xywh=0,90,160,90");
   });
+});
+
+describe("cue times", () => {
+  const size = { width: 160, height: 90 };
+  const cues = (vtt: string) => vtt.split("\n").filter((l) => l.includes("-->"));
+  test("count from the origin given: a tile's cue keeps its times when older tiles are trimmed", () => {
+    const tiles = [tile(0, 0), tile(5, 5), tile(10, 10)];
+    const before = renderStoryboardVtt(tiles, size, "s.jpg", T0);
+    const after = renderStoryboardVtt(trimTiles(tiles, T0 + 15_000, 8).kept, size, "s.jpg", T0);
+    expect(after).toContain("NOTE program-date-time 2026-01-01T00:00:00.000Z");
+    expect(cues(after)).toEqual(cues(before).slice(1));
+    expect(cues(after)[0]).toBe("00:00:05.000 --> 00:00:10.000");
+  });
+  test("never go back: a tile dated before the one above it starts where that one does", () => {
+    const vtt = renderStoryboardVtt([tile(0, 10), tile(5, 4, 5)], size, "s.jpg", T0);
+    expect(cues(vtt)).toEqual(["00:00:10.000 --> 00:00:10.001", "00:00:10.000 --> 00:00:15.000"]);
+  });
+  const dates: [string, number | undefined, number, number][] = [
+    ["the first tile", undefined, T0, T0],
+    ["after the previous one", T0, T0 + 5000, T0 + 5000],
+    ["the clock stepped back: the previous one's", T0 + 5000, T0 - 60_000, T0 + 5000],
+  ];
+  test.each(dates)("tileDate: %s", (_n, previous, at, want) => expect(tileDate(previous, at)).toBe(want));
+});
+
+describe("sprite sheets are bounded", () => {
+  test.each([
+    [{ height: 90 }, STORYBOARD_MAX_ROWS * 10],
+    [{ height: 284 }, STORYBOARD_MAX_ROWS * 10],
+    [{ height: 1000 }, 65 * 10],
+  ])("capacity of tiles %o", (size, want) => expect(spriteCapacity(size)).toBe(want));
+  test("a window that fits: every tile", () => {
+    const tiles = Array.from({ length: 1000 }, (_, i) => tile(i, i * 5));
+    expect(spriteTiles(tiles, { height: 90 })).toBe(tiles);
+  });
+  test("six hours of 9:16 tiles: a coarser step, at most 100 rows, cues still covering the window", () => {
+    const tiles = Array.from({ length: 4320 }, (_, i) => tile(i, i * 5));
+    const drawn = spriteTiles(tiles, { height: 284 });
+    expect(drawn.length).toBe(864);
+    expect(spriteGrid(drawn.length).rows * 284).toBeLessThanOrEqual(65_500);
+    expect(drawn[0]!.programDateTime).toBe(T0);
+    expect(drawn[1]!.programDateTime).toBe(T0 + 25_000);
+    expect(drawn[0]!.duration).toBe(25);
+    const last = drawn[drawn.length - 1]!;
+    expect(last.programDateTime + last.duration * 1000).toBe(T0 + 4320 * 5000);
+    expect(tiles[1]!.duration).toBe(5);
+  });
+  test("each build has its own file", () => expect(spriteFile("ab12")).toBe("sprite-ab12.jpg"));
 });
 
 describe("ffmpeg arguments", () => {
