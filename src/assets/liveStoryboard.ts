@@ -153,6 +153,10 @@ export class LiveStoryboard implements LiveSessionObserver {
       .finally(() => (board.taking = false));
   }
 
+  has(playbackId: string): boolean {
+    return this.boards.has(playbackId);
+  }
+
   /** The storyboard's WebVTT, naming the sprite of its tiles by `spriteUrl(id)`; undefined: no DVR here, or no tile yet. */
   async vtt(playbackId: string, spriteUrl: (id: string) => string): Promise<string | undefined> {
     const board = this.boards.get(playbackId);

@@ -108,7 +108,7 @@ const PROXIED_HEADERS = ["content-type", "content-length", "content-encoding", "
  * blocking reloads included: the player waits on that node's packager as it would here. A node
  * that does not answer is a 502 (players retry; the stream's next session may be elsewhere).
  */
-function proxy(req: Request, res: Response, base: string, mark: string): Promise<void> {
+export function proxy(req: Request, res: Response, base: string, mark: string): Promise<void> {
   return new Promise((resolve) => {
     const url = passedUrl(req.originalUrl, base);
     const headers: Record<string, string> = { "accept-encoding": req.get("accept-encoding") ?? "", [PROXIED]: mark };
@@ -135,6 +135,12 @@ function proxy(req: Request, res: Response, base: string, mark: string): Promise
   });
 }
 
+/** Where a stream live on another node is packaged (its internal URL), and the cluster's proxy mark. */
+export interface RemoteNodes {
+  find(playbackId: string): Promise<string | undefined>;
+  mark: string;
+}
+
 /**
  * `remote`: where a stream live on another node is packaged (several nodes), or nothing: every
  * live stream of this node is in `live`; `remote.mark` is the cluster's proxy mark. `waits`: the
@@ -145,7 +151,7 @@ export function hlsRouter(
   hlsDir: string,
   live: LiveHls,
   access: HlsAccess,
-  remote?: { find(playbackId: string): Promise<string | undefined>; mark: string },
+  remote?: RemoteNodes,
   waits?: BlockingWaits,
 ): express.Router {
   const holds: Holds = { waits, mark: remote?.mark };

@@ -2,7 +2,8 @@ import express, { type Request, type Response } from "express";
 import { STORYBOARD_SPRITE, STORYBOARD_SPRITE_PARAM, STORYBOARD_VTT } from "../media";
 import { MEDIA_PARAM, type Credentials } from "../playback";
 import { isGated, type PlaybackPolicy } from "../shapes";
-import { credentials, refused, type HlsAccess } from "./hls";
+import { credentials, proxy, refused, type HlsAccess, type RemoteNodes } from "./hls";
+import { markedProxied } from "./proxyMark";
 
 // A DVR stream's seek preview (src/media/storyboard.ts): `/hls/<playbackId>/storyboard.vtt` and
 // the sprite its cues point into, `/hls/<playbackId>/storyboard.jpg?v=<id>`: the id names the
@@ -15,6 +16,8 @@ const notFound = (res: Response) => void res.status(404).json({ errors: ["not fo
 
 /** What the routes ask of the storyboards (LiveStoryboard, src/assets). */
 export interface Storyboards {
+  /** This node keeps the stream's storyboard (it packages its DVR session, or did). */
+  has(playbackId: string): boolean;
   vtt(playbackId: string, spriteUrl: (id: string) => string): Promise<string | undefined>;
   sprite(playbackId: string, id?: string): Promise<string | undefined>;
 }
@@ -41,9 +44,23 @@ export function spriteUrl(id: string, credential: Record<string, string>): strin
   return `${STORYBOARD_SPRITE}?${new URLSearchParams({ [STORYBOARD_SPRITE_PARAM]: id, ...credential }).toString()}`;
 }
 
-/** The storyboard's two routes; a stream without DVR on this node, or without a tile yet, is a 404. */
-export function storyboardRouter(storyboards: Storyboards, access: HlsAccess): express.Router {
+/**
+ * The storyboard's two routes; a stream without DVR, or without a tile yet, is a 404. The
+ * storyboard is kept where the stream is packaged: `remote` finds that node when it is another
+ * (several nodes), and the request is passed there, to be gated there as its HLS requests are.
+ */
+export function storyboardRouter(storyboards: Storyboards, access: HlsAccess, remote?: RemoteNodes): express.Router {
   const router = express.Router();
+  /** Passed to the node that has the stream's storyboard: true once answered. */
+  const elsewhere = async (req: Request, res: Response): Promise<boolean> => {
+    const playbackId = String(req.params.playbackId);
+    if (!remote || !PLAYBACK_ID.test(playbackId) || storyboards.has(playbackId) || markedProxied(req, remote.mark)) return false;
+    const base = await remote.find(playbackId);
+    if (!base) return false;
+    res.set("access-control-allow-origin", "*");
+    await proxy(req, res, base, remote.mark);
+    return true;
+  };
   /** The viewer the gate admits (with the credential its sprite URL carries), or undefined: the answer is sent. */
   const admitted = async (req: Request, res: Response): Promise<Record<string, string> | undefined> => {
     const playbackId = String(req.params.playbackId);
@@ -56,6 +73,7 @@ export function storyboardRouter(storyboards: Storyboards, access: HlsAccess): e
     return spriteCredential(subject.policy, credentials(req));
   };
   router.get(`/hls/:playbackId/${STORYBOARD_VTT}`, async (req, res) => {
+    if (await elsewhere(req, res)) return;
     const credential = await admitted(req, res);
     if (!credential) return;
     const vtt = await storyboards.vtt(req.params.playbackId, (id) => spriteUrl(id, credential));
@@ -63,6 +81,7 @@ export function storyboardRouter(storyboards: Storyboards, access: HlsAccess): e
     res.set("content-type", "text/vtt; charset=utf-8").send(Buffer.from(vtt));
   });
   router.get(`/hls/:playbackId/${STORYBOARD_SPRITE}`, async (req, res) => {
+    if (await elsewhere(req, res)) return;
     if (!(await admitted(req, res))) return;
     const id = req.query[STORYBOARD_SPRITE_PARAM];
     if (id !== undefined && (typeof id !== "string" || !SPRITE_ID.test(id))) return notFound(res);

@@ -57,7 +57,7 @@ export function wirePlayback({ config, log, stops }: Wiring, store: Store, { out
   const waits = new BlockingWaits({ perPlayback: config.limits.blockingWaitsPerPlayback, perClient: config.limits.blockingWaitsPerClient, perNode: config.limits.blockingWaitsPerNode });
   const subject = playbackSubjects(store);
   // The storyboard's two paths first: the HLS routes' own would answer them 404.
-  const hls = express.Router().use(storyboardRouter(storyboard, { gate, subject }), hlsRouter(store, hlsDir, liveHls, { gate, subject }, remote, waits));
+  const hls = express.Router().use(storyboardRouter(storyboard, { gate, subject }, remote), hlsRouter(store, hlsDir, liveHls, { gate, subject }, remote, waits));
   const whep = realtime && whepPlayback(config, log, realtime, viewers);
   if (whep) stops.register("intake", "WebRTC viewers", () => whep.close());
   // Not on a port the WebRTC peers gather on: the responder would take it from them.

@@ -89,7 +89,7 @@ it("runs a stream on one node, controls it from another, and survives that node'
   expect((await viaA("POST", "/webhook", { name: "all", url: receiver.url })).status).toBe(200);
 
   // --- placement and cross-node reads ---
-  const s1 = (await viaA("POST", "/stream", { name: "main", record: true })).body;
+  const s1 = (await viaA("POST", "/stream", { name: "main", record: true, dvrWindow: 60 })).body;
   const encoder = reconnectingPublisher(rtmp(s1.streamKey), 1000);
   stops.push(() => encoder.stop());
   // Polled in the database (the API's rate limit is the test's too); then read through A.
@@ -107,6 +107,16 @@ it("runs a stream on one node, controls it from another, and survives that node'
     }, 15_000, 250);
     expect(media).toMatch(/#EXT-X-PART/);
   }
+  // The DVR storyboard is kept by B, and reached through A as the HLS is.
+  const vtt = await waitFor("a storyboard through A", async () => {
+    const res = await fetch(`${a.base}/hls/${s1.playbackId}/storyboard.vtt`);
+    return res.status === 200 ? res.text() : undefined;
+  }, 20_000, 500);
+  const sprite = /^(storyboard\.jpg\?[^#\n]+)#xywh=/m.exec(vtt)![1]!;
+  const spriteRes = await fetch(`${a.base}/hls/${s1.playbackId}/${sprite}`);
+  expect([spriteRes.status, spriteRes.headers.get("content-type")]).toEqual([200, "image/jpeg"]);
+  expect((await fetch(`${c.base}/hls/${s1.playbackId}/storyboard.vtt`)).status).toBe(200);
+
   // WHEP through A and C is passed to B, which packages the stream: the answer is B's peer, so
   // the media comes from B; the resource (GET, DELETE) is reached through the node that gave it.
   for (const [name, base] of [["A", a.base], ["C", c.base]] as const) {
