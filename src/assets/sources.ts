@@ -39,7 +39,7 @@ export type ResolveResult = { ok: true; source: ClipSource } | { ok: false; avai
 /**
  * The live window's dated segments of rendition 0 and their folder: the session's clip buffer
  * (CLIP_WINDOW_SECONDS) or the live playlist's folder (the stream's DVR window, kept there; after
- * the session's end, until the stream's next session), whichever reaches further back, when it
+ * the session's end, while its DVR window is kept), whichever reaches further back, when it
  * holds this session's media (the packager names a session's media `<first 8 of its id>_…`: an
  * earlier session's is not this one's).
  */
@@ -90,7 +90,7 @@ export async function readRecording(paths: SourcePaths, session: SessionRecord, 
  */
 export async function resolveClipSource(paths: SourcePaths, session: SessionRecord, playbackId: string, startMs: number, endMs: number): Promise<ResolveResult> {
   const available: { kind: SourceKind; from: number; to: number }[] = [];
-  // An ended session's live folder stays until the stream's next session: a clip right after the end reaches back as far.
+  // An ended session's live folder stays while its window is kept (DvrSpace): a clip right after the end reaches back as far.
   const live = readLiveWindow(paths, playbackId, session.id);
   if (live) {
     const planned = planClip(live.segments, startMs, endMs, keyframeReader(live.dir));

@@ -130,8 +130,10 @@ export class RenditionTrack {
 
   /**
    * DVR: list `seconds` back instead (never more than asked): storage short of room for the
-   * whole window shortens it, and lengthens it again once room comes back. The oldest segments
-   * leave the playlist with the next complete segment, their files a grace list later.
+   * whole window shortens it, and lengthens it again once room comes back. Below what is listed
+   * (a disk short of what the window already holds), the oldest segments leave the playlist with
+   * the next complete segment; the last grace list of them keeps its files, the rest are handed
+   * to storage at once: the room is needed now, and a player back there jumps forward.
    */
   setDvrWindow(seconds: number): void {
     this.dvrWindow = Math.max(0, Math.min(this.o.dvrSeconds ?? 0, seconds));
