@@ -155,7 +155,6 @@
     // Shown once there is more to go back to than the live window itself.
     dvrBar.hidden = !r || r.edge - r.start < 15;
     if (!r) return;
-    if (!dvrBar.hidden) readStoryboard();
     var behind = Math.max(0, r.edge - video.currentTime);
     if (behind < LIVE_EDGE_S && behindByChoice && !video.paused) behindByChoice = false;
     stats.dvr = { start: r.start, edge: r.edge, behind: behind, byChoice: behindByChoice };
@@ -200,8 +199,9 @@
   goLiveButton.addEventListener("click", goLive);
 
   // The seek bar's preview (public/seekPreview.js): the storyboard's tile of the point under the
-  // pointer, or of where the bar is dragged. The storyboard grows with the window: read again
-  // when older than PREVIEW_REFRESH_MS.
+  // pointer, or of where the bar is dragged. Read when the viewer first points at the bar (a
+  // viewer who never seeks costs no storyboard), and again while in use when older than
+  // PREVIEW_REFRESH_MS: it grows with the window.
   var storyboardUrl = root.dataset.storyboard;
   var preview = document.getElementById("seek-preview");
   var previewCues = null;
@@ -212,10 +212,12 @@
     previewReadAt = Date.now();
     var url = new URL(storyboardUrl, location.href).href;
     fetch(url).then(function (r) { return r.ok ? r.text() : null; }).then(function (text) {
-      if (text) previewCues = window.onairSeekPreview.parse(text, url);
+      // None (yet, or any more): no preview rather than tiles of a sprite that is gone.
+      previewCues = text ? window.onairSeekPreview.parse(text, url) : null;
     }).catch(function () { /* no preview this time: the bar works without */ });
   }
   function showPreview(fraction) {
+    readStoryboard();
     var r = dvrRange();
     var level = hls && (hls.levels[hls.currentLevel] || hls.levels[hls.loadLevel] || hls.levels[0]);
     var fragments = level && level.details ? level.details.fragments : null;
