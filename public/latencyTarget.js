@@ -6,8 +6,9 @@
 // spare, and backs off before the buffer runs dry:
 //  - headroom: the forward buffer just before each append (the lowest it gets between two parts);
 //    under DANGER_S the target moves back at once, above COMFORT_S for a while it closes in;
-//  - round trip: time to first byte of media requests; a part needs about two, so the target never
-//    goes under one part plus two round trips plus a margin;
+//  - round trip: time to first byte of media requests; a part needs two at most (one when the
+//    player takes it from the preload hint), so the target never goes under one part plus two
+//    round trips plus a margin;
 //  - a stall moves the target back further than a low headroom does, and holds it there longer.
 // Pure (time is passed in): the player feeds it events, tests feed it tables.
 "use strict";
@@ -191,10 +192,13 @@
 
   /**
    * The rate to play at, `behind` s behind the target (negative: ahead), playing at `rate` now
-   * with `room` s buffered.
+   * with `room` s buffered, `rtt` s from the server. Far away the next part is up to two round
+   * trips off (a start's backlog comes a part per round trip): speeding up then needs that much
+   * more room, or it plays into a stall.
    */
-  function playbackRate(behind, rate, room) {
-    if ((behind > OFF_TARGET_S || (rate > 1 && behind >= ON_TARGET_S)) && room >= MIN_ROOM_S) return Math.min(MAX_FAST, Math.max(MIN_FAST, 1 + behind * RATE_PER_S));
+  function playbackRate(behind, rate, room, rtt) {
+    var minRoom = MIN_ROOM_S + 2 * (rtt > 0 ? rtt : 0);
+    if ((behind > OFF_TARGET_S || (rate > 1 && behind >= ON_TARGET_S)) && room >= minRoom) return Math.min(MAX_FAST, Math.max(MIN_FAST, 1 + behind * RATE_PER_S));
     if (behind < -OFF_TARGET_S || (rate < 1 && behind <= -ON_TARGET_S)) return Math.max(MIN_SLOW, Math.min(MAX_SLOW, 1 + behind * RATE_PER_S));
     return 1;
   }

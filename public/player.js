@@ -227,7 +227,7 @@
       return;
     }
     if (video.paused || !hls.latency) return;
-    var rate = window.onairLatencyTarget.playbackRate(hls.latency - target, video.playbackRate, headroom());
+    var rate = window.onairLatencyTarget.playbackRate(hls.latency - target, video.playbackRate, headroom(), latency.rtt());
     if (Math.abs(rate - video.playbackRate) > 0.02 || (rate === 1 && video.playbackRate !== 1)) video.playbackRate = rate;
   }
 
@@ -341,7 +341,8 @@
           self.callbacks = null;
           stats.hinted = true;
           stats.loading.first = Math.max(stats.loading.start, hint.first);
-          stats.loading.end = Math.max(stats.loading.first, hint.end);
+          // The body's own transfer time, at least: a bandwidth estimate needs it.
+          stats.loading.end = Math.max(hint.end, stats.loading.first + (hint.end - hint.first));
           stats.loaded = stats.total = data.byteLength;
           callbacks.onSuccess({ url: context.url, data: data, code: 200 }, stats, context, null);
         }, function () {

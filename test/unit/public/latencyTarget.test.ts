@@ -3,7 +3,7 @@
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { create, playbackRate } = require("../../../public/latencyTarget.js") as {
   create(partTarget: number, now: number): Target;
-  playbackRate(behind: number, rate: number, room: number): number;
+  playbackRate(behind: number, rate: number, room: number, rtt?: number): number;
 };
 
 interface Target {
@@ -232,7 +232,11 @@ describe("playback rate toward the target", () => {
     [-0.01, 0.93, 1],
     [0.3, 1, 1, 0.1], // too little buffered to speed up: into a stall
     [0.3, 1.2, 1, 0.1],
-  ])("%p s behind at %px → %px (buffered: %p s)", (behind, rate, expected, room = 1) => {
-    expect(playbackRate(behind, rate, room)).toBeCloseTo(expected, 3);
+    // Far away the next part is up to two round trips off: speeding up needs that much more room.
+    [0.3, 1, 1, 0.4, 0.15],
+    [0.3, 1, 1.21, 0.5, 0.15],
+    [0.3, 1, 1.21, 0.4, 0.08],
+  ])("%p s behind at %px → %px (buffered: %p s, round trip %p s)", (behind, rate, expected, room = 1, rtt = 0) => {
+    expect(playbackRate(behind, rate, room, rtt)).toBeCloseTo(expected, 3);
   });
 });
