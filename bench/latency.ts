@@ -26,6 +26,9 @@
 //
 // Settings: BENCH_LATENCY_SECONDS (60) measured per setup after BENCH_WARMUP_SECONDS (10);
 // the issue's target run is BENCH_LATENCY_SECONDS=300.
+// BENCH_RTT_MS=0,80,150 (round trips in ms) measures viewers far away instead: onair's player
+// page and hls.js's defaults through a delay proxy per round trip, and a DVR stream beside the
+// plain one at 0 ms (bench/latencyFar.ts says how). Unset, the setups above run.
 
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import fs from "node:fs";
@@ -33,142 +36,16 @@ import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import express from "express";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { startServerProcess, type ServerProcess } from "../test/helpers/serverProcess";
 import { depacketizeH264, inSequenceOrder, parseRtp, whepPlay } from "../test/helpers/whepClient";
-import { exitOnSignal, ffmpegVersion, fixed, formatTable, positiveIntFromEnv } from "./lib";
+import { BAND_X, BAND_Y, BITS, BLOCK, CHROMIUM, FFMPEG, HEIGHT, RECENT, WIDTH, freePort, hlsJsPage, launchChromium, median, pct, sleep, startSource, untilPlayable, watch } from "./glassClock";
+import { farMain } from "./latencyFar";
+import { exitOnSignal, ffmpegVersion, fixed, formatTable, nonNegativeIntListFromEnv, positiveIntFromEnv } from "./lib";
 
-const CHROMIUM = "/usr/bin/chromium";
-const FFMPEG = process.env.FFMPEG_PATH || "ffmpeg";
-const WIDTH = 640;
-const HEIGHT = 360;
-const FPS = 30;
-/** The code: 24 bits of the wall clock (ms, so it wraps every 4.6 h), Gray-coded, one block per bit. */
-const BITS = 24;
-const BLOCK = 24;
-const BAND_X = 16;
-const BAND_Y = 8;
 const STALL_HOLD_MS = 1500;
 const STALL_FOR_MS = 1600;
 const RECOVERY_AFTER_MS = 10_000;
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** Writes `ms` as Gray-coded blocks into a Y plane (pure). */
-export function drawClock(y: Buffer, ms: number): void {
-  const value = ms % 2 ** BITS;
-  const gray = value ^ (value >> 1);
-  for (let bit = 0; bit < BITS; bit++) {
-    const on = (gray >> (BITS - 1 - bit)) & 1;
-    const luma = on ? 235 : 16;
-    const x0 = BAND_X + bit * BLOCK;
-    for (let row = BAND_Y; row < BAND_Y + BLOCK; row++) y.fill(luma, row * WIDTH + x0, row * WIDTH + x0 + BLOCK);
-  }
-}
-
-/**
- * Raw frames at FPS, each stamped with the wall clock when it is handed to the encoder, into an
- * ffmpeg that encodes as a broadcaster's low-latency encoder would and writes `output`.
- */
-function startSource(output: string[]): { child: ChildProcess; startedAt: number; stop(): Promise<void> } {
-  const child = spawn(FFMPEG, [
-    "-hide_banner", "-loglevel", "error", "-nostdin",
-    "-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", `${WIDTH}x${HEIGHT}`, "-r", String(FPS), "-i", "pipe:0",
-    // The audio on the video's clock, as an encoder stamps both: no -re, so ffmpeg makes the tone
-    // as the frames need it (it reads the input of the output stream furthest behind). With -re
-    // the tone's clock started with ffmpeg, after the frames': the audio was always the stream
-    // behind and not yet readable, so each frame waited in the pipe for it (about 0.3 s here).
-    "-f", "lavfi", "-i", "sine=frequency=440:sample_rate=48000",
-    "-map", "0:v", "-map", "1:a",
-    "-c:v", "libx264", "-preset", "veryfast", "-tune", "zerolatency", "-g", String(FPS), "-pix_fmt", "yuv420p", "-b:v", "1500k",
-    "-c:a", "aac", "-b:a", "96k",
-    ...output,
-  ], { stdio: ["pipe", "ignore", "inherit"] });
-  const frame = Buffer.alloc(WIDTH * HEIGHT * 1.5, 128);
-  const yPlane = frame.subarray(0, WIDTH * HEIGHT);
-  const startedAt = Date.now();
-  let n = 0;
-  let stopped = false;
-  const tick = () => {
-    if (stopped) return;
-    const due = startedAt + (n * 1000) / FPS;
-    if (Date.now() >= due) {
-      drawClock(yPlane, Date.now());
-      child.stdin!.write(frame);
-      n++;
-    }
-    setTimeout(tick, Math.max(0, startedAt + (n * 1000) / FPS - Date.now()));
-  };
-  child.stdin!.on("error", () => undefined);
-  tick();
-  return {
-    child,
-    startedAt,
-    stop: async () => {
-      stopped = true;
-      child.stdin!.end();
-      // The tone has no end of its own: past the frames' end ffmpeg would encode it flat out.
-      // (-shortest would too, but newer ffmpeg buffers every output for it: latency.)
-      child.kill("SIGINT");
-      const exited = new Promise<void>((r) => child.once("close", () => r()));
-      setTimeout(() => child.kill("SIGKILL"), 3000).unref();
-      await exited;
-    },
-  };
-}
-
-/**
- * Installed in the page: reads the code off every presented frame, keeps the latencies. Plain
- * JavaScript in a string: the TypeScript runner's helpers do not exist in the page.
- */
-const INSTALL_METER = `(() => {
-  const video = document.getElementById("video");
-  const canvas = document.createElement("canvas");
-  canvas.width = 640;
-  canvas.height = 48;
-  const ctx = canvas.getContext("2d", { willReadFrequently: true });
-  const meter = (window.__meter = { samples: [], recent: [], unreadable: 0 });
-  const step = (now, md) => {
-    if (video.videoWidth > 0) {
-      // The top 48 of ${HEIGHT} source lines, at whatever size this rendition has.
-      ctx.drawImage(video, 0, 0, video.videoWidth, (video.videoHeight * 48) / ${HEIGHT}, 0, 0, 640, 48);
-      const px = ctx.getImageData(0, 0, 640, 48).data;
-      let gray = 0;
-      for (let bit = 0; bit < ${BITS}; bit++) {
-        const x = ${BAND_X} + bit * ${BLOCK} + ${BLOCK / 2};
-        gray = gray * 2 + (px[(${BAND_Y + BLOCK / 2} * 640 + x) * 4] > 128 ? 1 : 0);
-      }
-      let value = gray;
-      for (let s = 1; s < ${BITS}; s *= 2) value ^= value >> s;
-      const shown = Math.floor(performance.timeOrigin + md.expectedDisplayTime) % ${2 ** BITS};
-      const latency = (shown - value + ${2 ** BITS}) % ${2 ** BITS};
-      if (latency < 30000) {
-        meter.samples.push([Date.now(), latency]);
-        meter.recent.push(latency);
-        if (meter.recent.length > ${FPS * 2}) meter.recent.shift();
-      } else meter.unreadable++;
-    }
-    video.requestVideoFrameCallback(step);
-  };
-  video.requestVideoFrameCallback(step);
-})()`;
-
-/** The latencies of the last 2 s of frames. */
-const RECENT = "window.__meter.recent.slice()";
-
-interface Reading {
-  samples: [number, number][];
-  stalls: number;
-  /** The player's live target at the end (s), where the player says. */
-  target?: number;
-}
-
-async function drain(page: Page, kind: string): Promise<Reading> {
-  const onair = kind.startsWith("onair");
-  const stalls = onair ? "window.onairPlayer.stalls" : "window.baselineStalls";
-  const target = onair ? "window.onairPlayer.targetLatency" : "undefined";
-  return page.evaluate(`({ samples: window.__meter.samples.splice(0), stalls: ${stalls}, target: ${target} })`) as Promise<Reading>;
-}
 
 interface Result {
   name: string;
@@ -186,56 +63,11 @@ interface Result {
   firstFrameMs?: number;
 }
 
-const pct = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : NaN;
-};
-const median = (xs: number[]) => pct(xs, 50);
-
-/**
- * Watches for `seconds` after a warm-up; `midway` runs at 40 % of the window, and the frames
- * shown while it runs (a disturbance and the recovery from it) are left out of the figures.
- */
-async function watch(page: Page, kind: string, warmupS: number, seconds: number, midway?: () => Promise<void>): Promise<{ latencies: [number, number][]; stalls: number; target?: number }> {
-  await page.waitForFunction(`document.getElementById("video").currentTime > 0.5`, undefined, { timeout: 60_000 });
-  await page.evaluate(INSTALL_METER);
-  await sleep(warmupS * 1000);
-  const before = await drain(page, kind);
-  const latencies: [number, number][] = [];
-  const end = Date.now() + seconds * 1000;
-  let injected = false;
-  while (Date.now() < end) {
-    await sleep(2000);
-    latencies.push(...(await drain(page, kind)).samples);
-    if (midway && !injected && Date.now() > end - seconds * 600) {
-      injected = true;
-      const from = Date.now();
-      await midway();
-      const to = Date.now();
-      const kept = (await drain(page, kind)).samples.filter(([at]) => at < from || at > to);
-      latencies.push(...kept);
-    }
-    process.stdout.write(`\r  ${kind}: ${Math.round((end - Date.now()) / 1000)} s left, ${latencies.length} frames, p50 ${median(latencies.map((l) => l[1]))} ms   `);
-  }
-  process.stdout.write("\n");
-  const after = await drain(page, kind);
-  return { latencies, stalls: after.stalls - before.stalls, target: after.target };
-}
-
 /** The ladder the WebRTC setup plays (the source is 640x360): frames from the encoder, not the source. */
 const WEBRTC_PROFILES = [
   { name: "360p", bitrate: 1_000_000, fps: 30, width: 640, height: 360 },
   { name: "180p", bitrate: 300_000, fps: 30, width: 320, height: 180 },
 ];
-
-/** The stream's master playlist answers 200: HLS is playable (ms after the encoder started). */
-async function untilPlayable(base: string, playbackId: string, startedAt: number): Promise<number> {
-  for (;;) {
-    if ((await fetch(`${base}/hls/${playbackId}/index.m3u8`)).status === 200) return Date.now() - startedAt;
-    if (Date.now() - startedAt > 30_000) throw new Error("onair did not become playable in 30 s");
-    await sleep(10);
-  }
-}
 
 /**
  * onair's player page over WebRTC on a ladder; publish → first WebRTC frame is measured by a
@@ -372,16 +204,6 @@ async function bareRun(seconds: number): Promise<Result> {
   }
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = http.createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-    server.once("error", reject);
-  });
-}
-
 /** ms from `startedAt` to the first video packet of a keyframe a WHEP client receives. */
 async function firstWebRtcFrame(url: string, startedAt: number): Promise<number> {
   for (;;) {
@@ -461,15 +283,7 @@ async function baselineRun(browser: Browser, warmupS: number, seconds: number): 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "onair-bench-baseline-"));
   const app = express();
   const hlsJs = require.resolve("hls.js/dist/hls.min.js");
-  app.get("/", (_req, res) => {
-    res.type("html").send(`<!doctype html><video id="video" muted playsinline></video><script src="/hls.min.js"></script><script>
-      window.baselineStalls = 0;
-      var hls = new Hls();
-      hls.on(Hls.Events.ERROR, function (_e, d) { if (d.details === Hls.ErrorDetails.BUFFER_STALLED_ERROR) window.baselineStalls++; });
-      hls.loadSource("/hls/index.m3u8"); hls.attachMedia(document.getElementById("video"));
-      hls.on(Hls.Events.MANIFEST_PARSED, function () { document.getElementById("video").play(); });
-    </script>`);
-  });
+  app.get("/", (_req, res) => res.type("html").send(hlsJsPage("/hls/index.m3u8", "/hls.min.js")));
   app.get("/hls.min.js", (_req, res) => res.sendFile(hlsJs));
   app.use("/hls", express.static(dir, { setHeaders: (res, file) => file.endsWith(".m3u8") && res.setHeader("cache-control", "no-cache") }));
   const server = http.createServer(app);
@@ -502,12 +316,11 @@ async function main(): Promise<void> {
   const seconds = positiveIntFromEnv("BENCH_LATENCY_SECONDS", 60);
   const warmup = positiveIntFromEnv("BENCH_WARMUP_SECONDS", 10);
   console.log(`bench:latency — ${os.cpus().length} cores, ${ffmpegVersion(FFMPEG)}, Chromium headless, ${seconds} s measured per setup after ${warmup} s\n`);
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--autoplay-policy=no-user-gesture-required", "--disable-background-timer-throttling", "--disable-renderer-backgrounding"],
-  });
+  const browser = await launchChromium();
   exitOnSignal(() => void browser.close());
   try {
+    // Viewers far away instead (bench/latencyFar.ts): set, it is the run.
+    if (process.env.BENCH_RTT_MS) return await farMain(browser, nonNegativeIntListFromEnv("BENCH_RTT_MS", [], 5000), warmup, seconds);
     const beforeRev = process.env.BENCH_PLAYER_BEFORE;
     const before = beforeRev
       ? { label: beforeRev, source: execFileSync("git", ["show", `${beforeRev}:public/player.js`], { cwd: path.resolve(__dirname, ".."), encoding: "utf8" }) }

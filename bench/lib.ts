@@ -23,11 +23,20 @@ export function positiveIntFromEnv(name: string, fallback: number, max = Number.
 
 /** A comma-separated list of positive integers (BENCH_*, e.g. "1,4,8"), or the fallback when unset. */
 export function positiveIntListFromEnv(name: string, fallback: number[], max = Number.MAX_SAFE_INTEGER): number[] {
+  return intListFromEnv(name, fallback, 1, max);
+}
+
+/** The same with 0 allowed (BENCH_RTT_MS=0,80: no delay is one of the cases). */
+export function nonNegativeIntListFromEnv(name: string, fallback: number[], max = Number.MAX_SAFE_INTEGER): number[] {
+  return intListFromEnv(name, fallback, 0, max);
+}
+
+function intListFromEnv(name: string, fallback: number[], min: number, max: number): number[] {
   const raw = process.env[name];
   if (raw === undefined || raw.trim() === "") return fallback;
   return raw.split(",").map((part, i) => {
     const n = Number(part.trim());
-    if (!Number.isInteger(n) || n <= 0 || n > max) throw new Error(`${name} must be a comma-separated list of integers from 1 to ${max}, got "${raw}" (item ${i + 1})`);
+    if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be a comma-separated list of integers from ${min} to ${max}, got "${raw}" (item ${i + 1})`);
     return n;
   });
 }

@@ -6,8 +6,9 @@
 // spare, and backs off before the buffer runs dry:
 //  - headroom: the forward buffer just before each append (the lowest it gets between two parts);
 //    under DANGER_S the target moves back at once, above COMFORT_S for a while it closes in;
-//  - round trip: time to first byte of media requests; a part needs about two, so the target never
-//    goes under one part plus two round trips plus a margin;
+//  - round trip: time to first byte of media requests; a part needs two at most (one when the
+//    player takes it from the preload hint), so the target never goes under one part plus two
+//    round trips plus a margin;
 //  - a stall moves the target back further than a low headroom does, and holds it there longer.
 // Pure (time is passed in): the player feeds it events, tests feed it tables.
 "use strict";
@@ -43,14 +44,22 @@
   // late parts come in bursts: one seen is the measure of the next.
   var USED_MS = 30000;
   var USED_MARGIN_S = 0.2;
+  // Except at the start: until playback first comes within CAUGHT_UP_S of the target (or for
+  // START_CATCH_UP_MS at most), the buffer's end trails the edge because the backlog is still
+  // being fetched one part at a time, a round trip each (seconds, far away): counted, it held the
+  // target back for half a minute.
+  var CAUGHT_UP_S = 0.1;
+  var START_CATCH_UP_MS = 20000;
   // What a part needs from the network beyond its own length and two round trips.
   var NETWORK_MARGIN_S = 0.1;
   var RTT_SAMPLES = 20;
   var CEILING_S = 4;
 
-  function median(xs) {
+  // The lower quartile: a request's first byte never comes sooner than a round trip, but often
+  // later (a new connection's handshake, a busy server), and a start opens several connections.
+  function lowerQuartile(xs) {
     var s = xs.slice().sort(function (a, b) { return a - b; });
-    return s.length ? s[Math.floor(s.length / 2)] : 0;
+    return s.length ? s[Math.floor(s.length / 4)] : 0;
   }
 
   /**
@@ -66,6 +75,8 @@
     // [ms, s of the target a part used] of the last USED_MS.
     var used = [];
     var started = false;
+    var startedAt = now;
+    var caughtUp = false;
     // The raise in force (ms, s): later raises within RAISE_EVERY_MS only top it up.
     var raisedAt = -Infinity;
     var raisedBy = 0;
@@ -79,9 +90,9 @@
       need: function () {
         return Math.min(CEILING_S, Math.max(floor, part + 2 * state.rtt() + NETWORK_MARGIN_S));
       },
-      /** Median time to first byte of the last media requests (s). */
+      /** The round trip: lower quartile of the last media requests' times to first byte (s). */
       rtt: function () {
-        return median(rtts);
+        return lowerQuartile(rtts);
       },
       setPartTarget: function (seconds) {
         if (!(seconds > 0) || seconds === part) return;
@@ -93,13 +104,15 @@
         if (!(seconds >= 0) || seconds > 10) return;
         rtts.push(seconds);
         if (rtts.length > RTT_SAMPLES) rtts.shift();
-        // Before playback starts the start position still follows what the network costs.
-        if (!started) state.target = Math.min(CEILING_S, Math.max(state.target, state.need() + START_EXTRA_S));
+        // Before playback starts the start position still follows what the network costs, as
+        // measured so far (a first request slowed by its handshake does not hold it back).
+        if (!started) state.target = Math.min(CEILING_S, state.need() + START_EXTRA_S);
       },
       /** Playback began: from now on the target moves only by headroom and stalls. */
       playing: function (at) {
         if (started) return;
         started = true;
+        startedAt = at;
         lastClose = at;
         holdUntil = at + CALM_MS;
       },
@@ -109,8 +122,10 @@
        */
       observeHeadroom: function (seconds, at, latency) {
         if (!started) return;
+        var playedAt = latency > 0 ? latency : state.target;
+        if (playedAt <= state.target + CAUGHT_UP_S || at - startedAt > START_CATCH_UP_MS) caughtUp = true;
         headrooms.push([at, seconds]);
-        used.push([at, (latency > 0 ? latency : state.target) - seconds]);
+        if (caughtUp) used.push([at, playedAt - seconds]);
         forget(at);
         if (seconds < DANGER_S) raise(DANGER_RAISE_S, at);
       },
@@ -177,10 +192,13 @@
 
   /**
    * The rate to play at, `behind` s behind the target (negative: ahead), playing at `rate` now
-   * with `room` s buffered.
+   * with `room` s buffered, `rtt` s from the server. Far away the next part is up to two round
+   * trips off (a start's backlog comes a part per round trip): speeding up then needs that much
+   * more room, or it plays into a stall.
    */
-  function playbackRate(behind, rate, room) {
-    if ((behind > OFF_TARGET_S || (rate > 1 && behind >= ON_TARGET_S)) && room >= MIN_ROOM_S) return Math.min(MAX_FAST, Math.max(MIN_FAST, 1 + behind * RATE_PER_S));
+  function playbackRate(behind, rate, room, rtt) {
+    var minRoom = MIN_ROOM_S + 2 * (rtt > 0 ? rtt : 0);
+    if ((behind > OFF_TARGET_S || (rate > 1 && behind >= ON_TARGET_S)) && room >= minRoom) return Math.min(MAX_FAST, Math.max(MIN_FAST, 1 + behind * RATE_PER_S));
     if (behind < -OFF_TARGET_S || (rate < 1 && behind <= -ON_TARGET_S)) return Math.max(MIN_SLOW, Math.min(MAX_SLOW, 1 + behind * RATE_PER_S));
     return 1;
   }

@@ -3,7 +3,7 @@
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { create, playbackRate } = require("../../../public/latencyTarget.js") as {
   create(partTarget: number, now: number): Target;
-  playbackRate(behind: number, rate: number, room: number): number;
+  playbackRate(behind: number, rate: number, room: number, rtt?: number): number;
 };
 
 interface Target {
@@ -134,8 +134,10 @@ describe("live latency target", () => {
   it("counts what a part took against the latency played at, when the player knows it", () => {
     const t = create(0.2, 0);
     t.playing(0);
-    // At the target (0.8) by its own account, but really 1.2 behind with 0.3 buffered: 0.9 used.
-    for (let at = 0; at < 20_000; at += 200) {
+    // Caught up after the start, then at the target (0.8) by its own account, but really 1.2
+    // behind with 0.3 buffered: 0.9 used.
+    t.observeHeadroom(0.5, 0, 0.8);
+    for (let at = 200; at < 20_000; at += 200) {
       t.observeHeadroom(0.3, at, 1.2);
       t.tick(at);
     }
@@ -152,6 +154,56 @@ describe("live latency target", () => {
     for (let i = 0; i < 50; i++) t.stalled(i * 3000);
     expect(t.target).toBe(4);
     expect(far.tick(0)).toBe(4);
+  });
+
+  it("does not count the start's catch-up as parts arriving late: closes in once caught up", () => {
+    const t = create(0.2, 0);
+    t.playing(0);
+    // Started 3 s behind with little buffered (the backlog still coming a part at a time), then
+    // caught up by playing faster: 0.1 s of buffer lost at each part.
+    let behind = 3;
+    let at = 0;
+    for (; behind > 0.8; at += 200, behind -= 0.1) {
+      t.observeHeadroom(0.3, at, behind);
+      t.tick(at);
+    }
+    play(t, at, 15, 0.2);
+    expect(t.target).toBeLessThan(0.6);
+    // Had the catch-up counted, 2.7 s "used" would have held it at 0.8 for half a minute.
+  });
+
+  it("takes the round trip from the quicker requests: a start's new connections pay a handshake more", () => {
+    const t = create(0.2, 0);
+    for (const rtt of [0.16, 0.16, 0.16, 0.16, 0.08, 0.08, 0.08, 0.08]) t.observeRtt(rtt);
+    expect(close(t.rtt(), 0.08)).toBe(true);
+  });
+
+  // A viewer far away: a part arrives a round trip and a half after it is complete when hls.js
+  // asks for it once a blocking reload lists it (half a round trip when the player took it from
+  // the preload hint), give or take a jitter of 0.05 s either way.
+  it.each([
+    // round trip (s), where the start is, the least headroom allowed, where it ends up
+    [0.08, 0.8, 0.08, 0.6],
+    [0.15, 0.9, 0.08, 0.7],
+  ])("a viewer %p s away starts at %p s, never runs the buffer under %p s while closing in, and ends under %p s", (rtt, start, least, end) => {
+    const t = create(0.2, 0);
+    // The start's requests, half of them on new connections.
+    for (let i = 0; i < 8; i++) t.observeRtt(i % 2 ? rtt : 2 * rtt);
+    expect(close(t.target, start)).toBe(true);
+    t.playing(0);
+    let lowest = Infinity;
+    for (let at = 0; at < 90_000; at += 100) {
+      if (at % 200 === 0) {
+        const used = 0.2 + 1.5 * rtt + 0.05 * Math.sin(at / 700);
+        lowest = Math.min(lowest, t.target - used);
+        t.observeHeadroom(t.target - used, at);
+      }
+      t.tick(at);
+    }
+    expect(lowest).toBeGreaterThan(least);
+    expect(t.target).toBeLessThan(end);
+    // Closed in: as close as the parts' lateness and the margin let it.
+    expect(t.target).toBeGreaterThan(0.2 + 1.5 * rtt + 0.05 + 0.2 - 0.01);
   });
 
   it("never holds less than one part and two round trips, however calm the buffer", () => {
@@ -180,7 +232,11 @@ describe("playback rate toward the target", () => {
     [-0.01, 0.93, 1],
     [0.3, 1, 1, 0.1], // too little buffered to speed up: into a stall
     [0.3, 1.2, 1, 0.1],
-  ])("%p s behind at %px → %px (buffered: %p s)", (behind, rate, expected, room = 1) => {
-    expect(playbackRate(behind, rate, room)).toBeCloseTo(expected, 3);
+    // Far away the next part is up to two round trips off: speeding up needs that much more room.
+    [0.3, 1, 1, 0.4, 0.15],
+    [0.3, 1, 1.21, 0.5, 0.15],
+    [0.3, 1, 1.21, 0.4, 0.08],
+  ])("%p s behind at %px → %px (buffered: %p s, round trip %p s)", (behind, rate, expected, room = 1, rtt = 0) => {
+    expect(playbackRate(behind, rate, room, rtt)).toBeCloseTo(expected, 3);
   });
 });
