@@ -329,6 +329,8 @@
   // A few are kept (a start catching up asks for older parts first); one never asked for (a
   // level switch) is dropped.
   var HINTS_KEPT = 8;
+  // More buffered ahead than this is no live edge being played: no part is asked for early.
+  var HINT_MAX_AHEAD_S = 3;
   function hintPrefetcher() {
     var hints = {};
     var order = [];
@@ -339,8 +341,9 @@
         if (!hint || hint.TYPE !== "PART" || !hint.URI || hint["BYTERANGE-START"] !== undefined) return;
         var url = new URL(hint.URI, details.url).href;
         if (hints[url]) return;
-        var entry = { asked: performance.now(), first: 0, end: 0 };
-        entry.data = fetch(url, { credentials: "same-origin" }).then(function (res) {
+        var controller = new AbortController();
+        var entry = { asked: performance.now(), first: 0, end: 0, abort: function () { controller.abort(); } };
+        entry.data = fetch(url, { credentials: "same-origin", signal: controller.signal }).then(function (res) {
           entry.first = performance.now();
           if (!res.ok) throw new Error("hinted part answered " + res.status);
           return res.arrayBuffer();
@@ -352,7 +355,12 @@
         entry.data.catch(function () {});
         hints[url] = entry;
         order.push(url);
-        while (order.length > HINTS_KEPT) delete hints[order.shift()];
+        // One nobody took (a level switch, a reload that moved on) stops downloading.
+        while (order.length > HINTS_KEPT) {
+          var gone = order.shift();
+          if (hints[gone]) hints[gone].abort();
+          delete hints[gone];
+        }
       },
       /** The request for `url` if it was hinted (once: then it is hls.js's). */
       take: function (url) {
@@ -383,9 +391,15 @@
         this.context = context;
         this.callbacks = callbacks;
         stats.loading.start = performance.now();
+        // hls.js leaves timeouts to its loader: a held part that stalls (a far, lossy network)
+        // is given up after hls.js's own time to first byte, and asked for the usual way.
+        var limitMs = (config.loadPolicy && config.loadPolicy.maxTimeToFirstByteMs) || 10000;
+        this.hint = hint;
+        this.timer = setTimeout(function () { hint.abort(); }, limitMs);
         hint.data.then(function (data) {
           if (self.callbacks !== callbacks) return;
           self.callbacks = null;
+          clearTimeout(self.timer);
           stats.hinted = true;
           stats.loading.first = Math.max(stats.loading.start, hint.first);
           // The body's own transfer time, at least: a bandwidth estimate needs it.
@@ -395,6 +409,7 @@
         }, function () {
           if (self.callbacks !== callbacks) return;
           self.callbacks = null;
+          clearTimeout(self.timer);
           // The held request failed (a cap, the stream moved on): asked for the usual way.
           stats.loading.start = 0;
           self.inner.load(context, config, callbacks);
@@ -404,11 +419,14 @@
         var callbacks = this.callbacks;
         if (!callbacks) return this.inner.abort();
         this.callbacks = null;
+        clearTimeout(this.timer);
+        this.hint.abort();
         this.stats.aborted = true;
         if (callbacks.onAbort) callbacks.onAbort(this.stats, this.context, null);
       }
       destroy() {
         this.callbacks = null;
+        clearTimeout(this.timer);
         this.inner.destroy();
       }
     };
@@ -529,9 +547,10 @@
           // Before the first fragment is asked for: the start position follows the target.
           applyTarget(latency.target);
         });
-        // Played back in the window by choice, the live edge's parts would be fetched for nothing.
+        // Played back in the window by choice, or paused with a buffer filling up (hls.js keeps
+        // reloading the playlist meanwhile), the live edge's parts would be fetched for nothing.
         hls.on(window.Hls.Events.LEVEL_LOADED, function (_event, data) {
-          if (!behindByChoice) prefetcher.playlist(data.details);
+          if (!behindByChoice && headroom() < HINT_MAX_AHEAD_S) prefetcher.playlist(data.details);
         });
         hls.on(window.Hls.Events.FRAG_LOADED, function (_event, data) {
           var loaded = data.part ? data.part.stats : data.frag.stats;
