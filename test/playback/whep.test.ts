@@ -153,7 +153,9 @@ describe("WHEP playback", () => {
     const rung = PROFILES[state.rendition.index]!;
     expect(state.rendition).toEqual({ index: state.rendition.index, name: rung.name, width: rung.width, height: rung.height, bitrate: rung.bitrate });
     expect(state.framesSent).toBeGreaterThanOrEqual(30);
-    expect(state.switches).toBe(0);
+    // No bandwidth estimate here: the viewer stays on its start rung, unless the receiver reported
+    // loss (a loaded machine drops packets on loopback too) or a rendition fell behind.
+    if (state.nacks === 0 && state.lossLimitedBitrate === null) expect(state.switches).toBe(0);
 
     expect(await stop(v)).toBe(200);
     expect((await fetch(v.resource!)).status).toBe(404);
