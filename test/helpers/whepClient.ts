@@ -19,6 +19,10 @@ export interface WhepState {
   /** Opus packets the server has sent this viewer. */
   audioSent: number;
   switches: number;
+  /** The bit rate the receiver's loss reports allow; null while they allow any. */
+  lossLimitedBitrate: number | null;
+  /** Retransmissions the receiver asked for. */
+  nacks: number;
 }
 
 export interface WhepViewer {
