@@ -48,7 +48,7 @@ export function renderPlayer(v: PlayerView): string {
 <label class="quality">Quality <select id="quality" disabled><option value="-1">Auto</option></select></label>
 </div>
 </main>`;
-  return renderPage({ title: `${v.title} · onair`, body, scripts: ["hls.min.js", "latencyTarget.js", "seekPreview.js", "whep.js", "player.js"], bodyClass: "player-page" });
+  return renderPage({ title: `${v.title} · onair`, body, scripts: ["hls.min.js", "latencyTarget.js", "seekPreview.js", "partHints.js", "whep.js", "player.js"], bodyClass: "player-page" });
 }
 
 /**
@@ -80,6 +80,7 @@ export function playerRouter(store: Store, signRecording: (sessionId: string) =>
   serveAsset(router, "hls.min.js", require.resolve("hls.js/dist/hls.min.js"));
   serveAsset(router, "latencyTarget.js", "latencyTarget.js");
   serveAsset(router, "seekPreview.js", "seekPreview.js");
+  serveAsset(router, "partHints.js", "partHints.js");
   serveAsset(router, "whep.js", "whep.js");
   serveAsset(router, "player.js", "player.js");
   serveAsset(router, "onair.css", "onair.css");
